@@ -1,0 +1,95 @@
+"""Per-request run context: the message list, request context, per-processor state, signals, violations."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from procflow._logging import log
+from procflow.messages.message import Message, SignalInfo
+from procflow.messages.message_list import MessageList
+from procflow.messages.request_context import RequestContext
+from procflow.messages.signals import validate_xml_name
+from procflow.messages.tripwire import TripWire
+from procflow.messages.writer import StreamWriter
+from procflow.processors.base import ProcessorViolation, SignalSender
+
+__all__ = ["RunContext", "notify_violation", "report_tripwire"]
+
+
+@dataclass(slots=True)
+class RunContext:
+    """Everything a phase needs that lives for one request.
+
+    Attributes:
+        message_list: The live conversation.
+        request_context: The per-request key/value store.
+        states: One dict per processor id, shared by all that processor's hooks for the request.
+        retry_count: Consecutive processor retries so far (set by the agent loop).
+        writer: Emits ``data-*`` chunks to the consumer, when streaming.
+    """
+
+    message_list: MessageList
+    request_context: RequestContext = field(default_factory=RequestContext)
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    retry_count: int = 0
+    writer: StreamWriter | None = None
+
+    def state_for(self, processor_id: str) -> dict[str, Any]:
+        """This processor's state dict (created on first use)."""
+        state = self.states.get(processor_id)
+        if state is None:
+            state = self.states[processor_id] = {}
+        return state
+
+    def signal_sender(self, processor_id: str) -> SignalSender:
+        """Return the ``send_signal`` function for ``processor_id``'s hooks."""
+        message_list = self.message_list
+
+        async def send_signal(
+            contents: str,
+            *,
+            type: str = "reactive",
+            attributes: dict[str, Any] | None = None,
+            tag_name: str = "system-reminder",
+            transient: bool = False,
+        ) -> Message:
+            validate_xml_name(tag_name, what="tag name")
+            attrs = {
+                validate_xml_name(str(k), what="attribute name"): str(v)
+                for k, v in (attributes or {}).items()
+            }
+            info = SignalInfo(type=type, tag_name=tag_name, attributes=attrs, transient=transient)
+            return message_list.add_signal(contents, signal=info, key=f"{processor_id}:{tag_name}:{type}")
+
+        return send_signal
+
+
+async def notify_violation(processor: Any, violation: ProcessorViolation) -> None:
+    """Call ``processor.on_violation(violation)`` if set; await it if async; swallow and log its errors."""
+    callback = getattr(processor, "on_violation", None)
+    if not callable(callback):
+        return
+    try:
+        outcome = callback(violation)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception as exc:
+        log.warning("on_violation_failed", processor_id=violation.processor_id, error=repr(exc))
+
+
+async def report_tripwire(processor: Any, processor_id: str, tripwire: TripWire) -> None:
+    """Stamp the processor id on ``tripwire`` if missing and fire ``on_violation`` once for it."""
+    if tripwire.processor_id is None:
+        tripwire.processor_id = processor_id
+    if tripwire.reported:
+        return
+    tripwire.reported = True
+    log.info("processor_tripwire", processor_id=tripwire.processor_id, retry=tripwire.retry)
+    await notify_violation(
+        processor,
+        ProcessorViolation(
+            processor_id=tripwire.processor_id, message=tripwire.reason, detail=tripwire.metadata
+        ),
+    )

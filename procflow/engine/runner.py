@@ -1,0 +1,299 @@
+"""The phase runner: runs a pipeline's hooks for each message phase with the seeds' semantics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from procflow._logging import is_tracing, log
+from procflow.engine.context import RunContext, report_tripwire
+from procflow.engine.pipeline import BoundHook, ProcessorPipeline
+from procflow.engine.results import apply_messages_result, coerce_prompt
+from procflow.errors import ProcessorResultError
+from procflow.messages.chunk import Chunk
+from procflow.messages.message import Message
+from procflow.messages.prompt import Prompt
+from procflow.messages.results import OutputResult, StepResult
+from procflow.messages.tripwire import TripWire
+from procflow.processors.args import (
+    ProcessAPIErrorArgs,
+    ProcessAPIErrorResult,
+    ProcessInputArgs,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+    ProcessLLMRequestArgs,
+    ProcessLLMRequestResult,
+    ProcessLLMResponseArgs,
+    ProcessOutputResultArgs,
+    ProcessOutputStepArgs,
+)
+
+if TYPE_CHECKING:
+    from procflow.models.base import LanguageModel
+    from procflow.tools.tool import Tool
+
+__all__ = ["LLMRequestOutcome", "PhaseRunner", "StepSettings", "call_hook"]
+
+
+async def call_hook(hook: BoundHook, args: Any, ctx: RunContext) -> Any:
+    """Call one hook, timing it; on a tripwire fire ``on_violation`` once and re-raise."""
+    if not is_tracing():
+        try:
+            return await hook.fn(args) if hook.is_async else hook.fn(args)
+        except TripWire as tripwire:
+            await report_tripwire(hook.processor, hook.processor_id, tripwire)
+            raise
+    started = time.perf_counter()
+    try:
+        result = await hook.fn(args) if hook.is_async else hook.fn(args)
+    except TripWire as tripwire:
+        await report_tripwire(hook.processor, hook.processor_id, tripwire)
+        raise
+    log.info(
+        "processor_finished",
+        processor_id=hook.processor_id,
+        hook=hook.fn.__name__,
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+    return result
+
+
+@dataclass(slots=True)
+class StepSettings:
+    """The settings of one model step, as ``process_input_step`` processors leave them."""
+
+    step_number: int
+    model: LanguageModel | str | None = None
+    tools: dict[str, Tool] = field(default_factory=dict)
+    tool_choice: str | None = None
+    provider_options: dict[str, Any] = field(default_factory=dict)
+    steps: list[StepResult] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LLMRequestOutcome:
+    """The prompt to send, or the chunks a processor answered with instead of the model."""
+
+    prompt: Prompt
+    chunks: list[Chunk] | None = None
+    answered_by: str | None = None
+
+
+class PhaseRunner:
+    """Runs the message phases of one :class:`ProcessorPipeline` for one request."""
+
+    __slots__ = ("ctx", "pipeline")
+
+    def __init__(self, pipeline: ProcessorPipeline, ctx: RunContext) -> None:
+        self.pipeline = pipeline
+        self.ctx = ctx
+
+    def _common(self, hook: BoundHook) -> dict[str, Any]:
+        ctx = self.ctx
+        return {
+            "abort": hook.abort,
+            "state": ctx.state_for(hook.processor_id),
+            "retry_count": ctx.retry_count,
+            "request_context": ctx.request_context,
+            "message_list": ctx.message_list,
+            "writer": ctx.writer,
+            "send_signal": ctx.signal_sender(hook.processor_id),
+            "processor_id": hook.processor_id,
+        }
+
+    async def run_input(self) -> None:
+        """``process_input``: each processor sees the new input messages; results rewrite them."""
+        ml = self.ctx.message_list
+        for hook in self.pipeline.phase("process_input"):
+            scope = ml.input
+            args = ProcessInputArgs(
+                messages=scope, system_messages=ml.untagged_system_messages, **self._common(hook)
+            )
+            result = await call_hook(hook, args, self.ctx)
+            apply_messages_result(
+                ml, result, scope=scope, processor_id=hook.processor_id, hook="process_input"
+            )
+
+    async def run_input_step(self, settings: StepSettings) -> StepSettings:
+        """``process_input_step``: overrides accumulate so later processors see earlier ones."""
+        ml = self.ctx.message_list
+        for hook in self.pipeline.phase("process_input_step"):
+            scope = ml.all
+            args = ProcessInputStepArgs(
+                messages=scope,
+                system_messages=ml.untagged_system_messages,
+                step_number=settings.step_number,
+                steps=settings.steps,
+                model=settings.model,
+                tools=dict(settings.tools),
+                tool_choice=settings.tool_choice,
+                provider_options=dict(settings.provider_options),
+                **self._common(hook),
+            )
+            result = await call_hook(hook, args, self.ctx)
+            _apply_step_result(settings, result, scope, self.ctx, hook)
+        return settings
+
+    async def run_llm_request(self, prompt: Prompt, settings: StepSettings) -> LLMRequestOutcome:
+        """``process_llm_request``: rewrite this call's prompt, or answer instead of the model."""
+        outcome = LLMRequestOutcome(prompt=prompt)
+        model = settings.model if not isinstance(settings.model, str) else None
+        for hook in self.pipeline.phase("process_llm_request"):
+            args = ProcessLLMRequestArgs(
+                prompt=outcome.prompt,
+                model=model,
+                step_number=settings.step_number,
+                steps=settings.steps,
+                tools=settings.tools,
+                **self._common(hook),
+            )
+            result = await call_hook(hook, args, self.ctx)
+            if result is None:
+                continue
+            if isinstance(result, Mapping):
+                result = ProcessLLMRequestResult(prompt=result.get("prompt"), chunks=result.get("chunks"))
+            if isinstance(result, ProcessLLMRequestResult):
+                if result.prompt is not None:
+                    outcome.prompt = coerce_prompt(result.prompt, hook.processor_id)
+                if result.chunks is not None:
+                    outcome.chunks = list(result.chunks)
+                    outcome.answered_by = hook.processor_id
+                    return outcome
+            elif isinstance(result, list):
+                outcome.prompt = coerce_prompt(result, hook.processor_id)
+            else:
+                raise ProcessorResultError(
+                    hook.processor_id,
+                    "process_llm_request",
+                    f"returned {type(result).__name__}; return None, a prompt (list of PromptMessage) or "
+                    "ProcessLLMRequestResult(prompt=..., chunks=...)",
+                )
+        return outcome
+
+    async def run_llm_response(
+        self, chunks: list[Chunk], settings: StepSettings, *, prompt: Prompt, from_cache: bool
+    ) -> None:
+        """``process_llm_response``: side effects once a step's chunks are collected."""
+        model = settings.model if not isinstance(settings.model, str) else None
+        for hook in self.pipeline.phase("process_llm_response"):
+            args = ProcessLLMResponseArgs(
+                chunks=chunks,
+                model=model,
+                step_number=settings.step_number,
+                steps=settings.steps,
+                from_cache=from_cache,
+                prompt=prompt,
+                **self._common(hook),
+            )
+            await call_hook(hook, args, self.ctx)
+
+    async def run_output_step(self, step: StepResult, steps: list[StepResult]) -> None:
+        """``process_output_step``: validate each model step; may abort with ``retry=True``.
+
+        A returned non-empty list is authoritative over all messages; an empty list — the seed's
+        validators' ``return []`` — means "no change".
+        """
+        ml = self.ctx.message_list
+        for hook in self.pipeline.phase("process_output_step"):
+            scope = ml.all
+            args = ProcessOutputStepArgs(
+                messages=scope,
+                system_messages=ml.untagged_system_messages,
+                step_number=step.step_number,
+                steps=steps,
+                text=step.text,
+                finish_reason=step.finish_reason,
+                tool_calls=list(step.tool_calls),
+                tool_results=list(step.tool_results),
+                usage=step.usage,
+                **self._common(hook),
+            )
+            result = await call_hook(hook, args, self.ctx)
+            if isinstance(result, Sequence) and not isinstance(result, str) and len(result) == 0:
+                continue
+            apply_messages_result(
+                ml, result, scope=scope, processor_id=hook.processor_id, hook="process_output_step"
+            )
+
+    async def run_output_result(self, result: OutputResult) -> None:
+        """``process_output_result``: rewrite the response messages once, on the final result."""
+        ml = self.ctx.message_list
+        for hook in self.pipeline.phase("process_output_result"):
+            scope = ml.response
+            args = ProcessOutputResultArgs(messages=scope, result=result, **self._common(hook))
+            returned = await call_hook(hook, args, self.ctx)
+            apply_messages_result(
+                ml, returned, scope=scope, processor_id=hook.processor_id, hook="process_output_result"
+            )
+
+    async def run_api_error(self, error: Exception, settings: StepSettings) -> str | None:
+        """``process_api_error``: return the id of the first processor asking to retry, else ``None``."""
+        ml = self.ctx.message_list
+        for hook in self.pipeline.phase("process_api_error"):
+            args = ProcessAPIErrorArgs(
+                error=error,
+                messages=ml.all,
+                step_number=settings.step_number,
+                steps=settings.steps,
+                **self._common(hook),
+            )
+            result = await call_hook(hook, args, self.ctx)
+            if isinstance(result, Mapping):
+                result = ProcessAPIErrorResult(retry=bool(result.get("retry", False)))
+            if isinstance(result, ProcessAPIErrorResult) and result.retry:
+                return hook.processor_id
+            if result is not None and not isinstance(result, ProcessAPIErrorResult):
+                raise ProcessorResultError(
+                    hook.processor_id,
+                    "process_api_error",
+                    f"returned {type(result).__name__}; return None or {{'retry': True}}",
+                )
+        return None
+
+
+def _apply_step_result(
+    settings: StepSettings, result: Any, scope: list[Message], ctx: RunContext, hook: BoundHook
+) -> None:
+    if result is None:
+        return
+    if isinstance(result, Mapping):
+        unknown = set(result) - {
+            "model",
+            "tools",
+            "tool_choice",
+            "messages",
+            "system_messages",
+            "provider_options",
+        }
+        if unknown:
+            raise ProcessorResultError(
+                hook.processor_id,
+                "process_input_step",
+                f"returned unknown keys {sorted(unknown)}; allowed: model, tools, tool_choice, messages, "
+                "system_messages, provider_options",
+            )
+        result = ProcessInputStepResult(**result)
+    if not isinstance(result, ProcessInputStepResult):
+        raise ProcessorResultError(
+            hook.processor_id,
+            "process_input_step",
+            f"returned {type(result).__name__}; return None, a dict of overrides or ProcessInputStepResult",
+        )
+    if result.model is not None:
+        settings.model = result.model
+    if result.tools is not None:
+        settings.tools = dict(result.tools)
+    if result.tool_choice is not None:
+        settings.tool_choice = result.tool_choice
+    if result.provider_options is not None:
+        settings.provider_options = {**settings.provider_options, **result.provider_options}
+    if result.messages is not None or result.system_messages is not None:
+        apply_messages_result(
+            ctx.message_list,
+            {"messages": result.messages, "system_messages": result.system_messages},
+            scope=scope,
+            processor_id=hook.processor_id,
+            hook="process_input_step",
+        )

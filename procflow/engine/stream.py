@@ -1,0 +1,138 @@
+"""The stream phase: every chunk through every ``process_output_stream`` hook, in order.
+
+This is the hot path. Hooks and their args objects are prepared once per stream; each chunk then costs
+one call per processor. Rules:
+
+- ``None`` drops the chunk and stops the chain for it; a list of chunks emits each of them, and each
+  runs through the *rest* of the chain in order (a processor flushing held-back text before a non-text
+  chunk returns ``[flushed_text, chunk]``);
+- ``data-*`` chunks reach only processors with ``process_data_parts = True`` and pass the others;
+- a :class:`TripWire` propagates (after ``on_violation``); the caller emits the ``tripwire`` chunk;
+- any other error is logged and the chunk passes that processor unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from procflow._logging import log
+from procflow.engine.context import RunContext, report_tripwire
+from procflow.engine.pipeline import BoundHook, ProcessorPipeline
+from procflow.errors import ProcessorResultError
+from procflow.messages.chunk import Chunk
+from procflow.messages.tripwire import TripWire
+from procflow.processors.args import ProcessOutputStreamArgs
+
+__all__ = ["StreamRunner"]
+
+
+class StreamRunner:
+    """Runs the stream phase of one pipeline for one stream (one request)."""
+
+    __slots__ = ("_args", "_hooks", "ctx", "stream_parts")
+
+    def __init__(self, pipeline: ProcessorPipeline, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self._hooks: tuple[BoundHook, ...] = pipeline.phase("process_output_stream")
+        self.stream_parts: list[Chunk] = []
+        self._args: list[ProcessOutputStreamArgs] = [
+            ProcessOutputStreamArgs(
+                part=Chunk("start"),
+                stream_parts=self.stream_parts,
+                abort=hook.abort,
+                state=ctx.state_for(hook.processor_id),
+                retry_count=ctx.retry_count,
+                request_context=ctx.request_context,
+                message_list=ctx.message_list,
+                writer=ctx.writer,
+                send_signal=ctx.signal_sender(hook.processor_id),
+                processor_id=hook.processor_id,
+            )
+            for hook in self._hooks
+        ]
+
+    @property
+    def active(self) -> bool:
+        """Whether any processor has a stream hook."""
+        return bool(self._hooks)
+
+    def set_retry_count(self, retry_count: int) -> None:
+        """Update the retry count every stream hook sees (the agent calls this on a retried step)."""
+        for args in self._args:
+            args.retry_count = retry_count
+
+    async def push(self, chunk: Chunk) -> list[Chunk]:
+        """Run one chunk through the chain; return what comes out (zero, one or more chunks)."""
+        self.stream_parts.append(chunk)
+        return await self._cascade([chunk], 0)
+
+    async def flush(self) -> list[Chunk]:
+        """End of stream: call each ``flush_output_stream`` hook, running its output through the rest."""
+        out: list[Chunk] = []
+        for index, hook in enumerate(self._hooks):
+            if hook.flush is None:
+                continue
+            args = self._args[index]
+            try:
+                result = await hook.flush(args) if hook.flush_is_async else hook.flush(args)
+            except TripWire as tripwire:
+                await report_tripwire(hook.processor, hook.processor_id, tripwire)
+                raise
+            emitted = _as_chunks(result, hook)
+            if emitted:
+                out.extend(await self._cascade(emitted, index + 1))
+        return out
+
+    async def _cascade(self, items: list[Chunk], start: int) -> list[Chunk]:
+        hooks = self._hooks
+        for index in range(start, len(hooks)):
+            hook = hooks[index]
+            args = self._args[index]
+            produced: list[Chunk] = []
+            for chunk in items:
+                if chunk.type.startswith("data-") and not hook.data_parts:
+                    produced.append(chunk)
+                    continue
+                args.part = chunk
+                try:
+                    result: Any = await hook.fn(args) if hook.is_async else hook.fn(args)
+                except TripWire as tripwire:
+                    await report_tripwire(hook.processor, hook.processor_id, tripwire)
+                    raise
+                except Exception as exc:
+                    log.warning(
+                        "stream_processor_failed",
+                        processor_id=hook.processor_id,
+                        chunk_type=chunk.type,
+                        error=repr(exc),
+                    )
+                    produced.append(chunk)
+                    continue
+                if result is None:
+                    continue
+                if type(result) is Chunk:
+                    produced.append(result)
+                else:
+                    produced.extend(_as_chunks(result, hook))
+            if not produced:
+                return produced
+            items = produced
+        return items
+
+
+def _as_chunks(result: Any, hook: BoundHook) -> list[Chunk]:
+    if result is None:
+        return []
+    if isinstance(result, Chunk):
+        return [result]
+    if isinstance(result, Sequence) and not isinstance(result, str | bytes):
+        chunks = list(result)
+        if all(isinstance(c, Chunk) for c in chunks):
+            return chunks
+    raise ProcessorResultError(
+        hook.processor_id,
+        "process_output_stream",
+        f"returned {type(result).__name__}; return the chunk, a changed Chunk, a list of Chunks, "
+        "or None to drop it",
+    )

@@ -1,0 +1,122 @@
+"""The processor protocol: an object with an ``id`` and at least one hook."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
+
+from procflow.messages.message import Message
+from procflow.messages.tripwire import TripWire
+
+__all__ = [
+    "HOOK_NAMES",
+    "AbortFn",
+    "HookName",
+    "Processor",
+    "ProcessorBase",
+    "ProcessorViolation",
+    "SignalSender",
+    "ViolationCallback",
+    "make_abort",
+]
+
+HookName = Literal[
+    "process_input",
+    "process_input_step",
+    "process_llm_request",
+    "process_llm_response",
+    "process_output_stream",
+    "process_output_step",
+    "process_output_result",
+    "process_api_error",
+]
+
+HOOK_NAMES: tuple[HookName, ...] = (
+    "process_input",
+    "process_input_step",
+    "process_llm_request",
+    "process_llm_response",
+    "process_output_stream",
+    "process_output_step",
+    "process_output_result",
+    "process_api_error",
+)
+"""Every hook a processor may implement, in the order the agent loop calls them."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorViolation:
+    """What ``on_violation`` receives: who detected what, with processor-specific detail."""
+
+    processor_id: str
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+ViolationCallback = Callable[[ProcessorViolation], Awaitable[None] | None]
+
+
+class AbortFn(Protocol):
+    """``abort(reason, retry=False, metadata=None)``: raise a :class:`TripWire` for this processor."""
+
+    def __call__(
+        self, reason: str | None = None, *, retry: bool = False, metadata: dict[str, Any] | None = None
+    ) -> NoReturn: ...
+
+
+class SignalSender(Protocol):
+    """``await send_signal(contents, type=..., attributes=..., tag_name=..., transient=...)``."""
+
+    async def __call__(
+        self,
+        contents: str,
+        *,
+        type: str = "reactive",
+        attributes: dict[str, Any] | None = None,
+        tag_name: str = "system-reminder",
+        transient: bool = False,
+    ) -> Message: ...
+
+
+def make_abort(processor_id: str) -> AbortFn:
+    """Return the ``abort`` function handed to ``processor_id``'s hooks."""
+
+    def abort(
+        reason: str | None = None, *, retry: bool = False, metadata: dict[str, Any] | None = None
+    ) -> NoReturn:
+        raise TripWire(
+            reason or f"Tripwire triggered by processor {processor_id!r}",
+            retry=retry,
+            metadata=metadata,
+            processor_id=processor_id,
+        )
+
+    return abort
+
+
+@runtime_checkable
+class Processor(Protocol):
+    """Anything with an ``id`` and at least one hook is a processor.
+
+    Hooks (each optional, ``def`` or ``async def``, one typed args object in, a result out):
+    ``process_input``, ``process_input_step``, ``process_llm_request``, ``process_llm_response``,
+    ``process_output_stream``, ``process_output_step``, ``process_output_result``,
+    ``process_api_error``; plus ``flush_output_stream`` to emit text held back at the end of a stream.
+
+    Optional attributes: ``name``, ``description``, ``on_violation`` (called with a
+    :class:`ProcessorViolation` on every tripwire and on reported redactions; its errors are swallowed)
+    and ``process_data_parts`` (also receive ``data-*`` chunks in ``process_output_stream``).
+    """
+
+    id: str
+
+
+class ProcessorBase:
+    """Optional convenience base class: default ``name``/``description``/``on_violation`` attributes."""
+
+    id: str = "processor"
+    name: str | None = None
+    description: str | None = None
+    process_data_parts: bool = False
+    on_violation: ViolationCallback | None = None

@@ -1,0 +1,143 @@
+"""Function tools: pydantic-validated arguments, sync or async functions, JSON schema for providers."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from procflow.errors import ConfigurationError, ToolArgumentsError
+from procflow.messages.request_context import RequestContext
+from procflow.messages.writer import StreamWriter
+
+__all__ = ["Tool", "ToolContext", "ToolSpec", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What a provider needs to offer a tool to the model: name, description, JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Passed to tools that accept a ``context`` parameter."""
+
+    tool_call_id: str
+    request_context: RequestContext = field(default_factory=RequestContext)
+    writer: StreamWriter | None = None
+
+
+ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A tool the model may call.
+
+    Args:
+        name: The name the model uses (letters, digits, ``_`` and ``-``).
+        description: What the tool does, for the model.
+        input_model: The pydantic model the arguments are validated against.
+        execute: Called with the validated arguments as keyword arguments (plus ``context`` when the
+            function declares it); sync functions run in a worker thread.
+    """
+
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    execute: ToolFunction | None = None
+    wants_context: bool = False
+    is_async: bool = False
+
+    def spec(self) -> ToolSpec:
+        """Return the provider-facing description of this tool."""
+        return ToolSpec(self.name, self.description, self.input_model.model_json_schema())
+
+    def validate_args(self, args: dict[str, Any]) -> BaseModel:
+        """Validate the model's arguments; raise :class:`ToolArgumentsError` saying what is wrong."""
+        try:
+            return self.input_model.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ToolArgumentsError(f"invalid arguments: {problems}", tool_name=self.name) from exc
+
+    async def call(self, args: dict[str, Any], context: ToolContext) -> Any:
+        """Validate ``args`` and run the tool; return its result."""
+        if self.execute is None:
+            raise ToolArgumentsError(
+                "this tool has no execute function (client-side tool)", tool_name=self.name
+            )
+        validated = self.validate_args(args)
+        kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
+        if self.wants_context:
+            kwargs["context"] = context
+        if self.is_async:
+            return await self.execute(**kwargs)
+        fn = self.execute
+        return await anyio.to_thread.run_sync(lambda: fn(**kwargs))
+
+
+def _model_from_signature(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], bool]:
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    wants_context = False
+    for param in inspect.signature(fn).parameters.values():
+        if param.name == "context":
+            wants_context = True
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ConfigurationError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+    model = create_model(f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+    return model, wants_context
+
+
+def tool(
+    fn: ToolFunction | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_model: type[BaseModel] | None = None,
+) -> Any:
+    """Make a :class:`Tool` from a function, as ``tool(fn)`` or ``@tool(name=...)``.
+
+    The arguments schema comes from ``input_model`` or from the function's annotated parameters; the
+    description from ``description`` or the docstring's first paragraph.
+    """
+
+    def build(func: ToolFunction) -> Tool:
+        tool_name = name or func.__name__
+        doc = inspect.getdoc(func) or ""
+        text = description or doc.split("\n\n")[0].strip()
+        if not text:
+            raise ConfigurationError(
+                f"tool {tool_name!r} needs a description (pass description= or a docstring)"
+            )
+        if input_model is not None:
+            model, wants_context = input_model, "context" in inspect.signature(func).parameters
+        else:
+            model, wants_context = _model_from_signature(func, tool_name)
+        return Tool(
+            name=tool_name,
+            description=text,
+            input_model=model,
+            execute=func,
+            wants_context=wants_context,
+            is_async=inspect.iscoroutinefunction(func),
+        )
+
+    if fn is not None:
+        return build(fn)
+    return build
