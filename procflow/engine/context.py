@@ -35,6 +35,7 @@ class RunContext:
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
     retry_count: int = 0
     writer: StreamWriter | None = None
+    _senders: dict[str, SignalSender] = field(default_factory=dict, repr=False)
 
     def state_for(self, processor_id: str) -> dict[str, Any]:
         """This processor's state dict (created on first use)."""
@@ -44,7 +45,13 @@ class RunContext:
         return state
 
     def signal_sender(self, processor_id: str) -> SignalSender:
-        """Return the ``send_signal`` function for ``processor_id``'s hooks."""
+        """Return the ``send_signal`` function for ``processor_id``'s hooks (one per processor and request)."""
+        sender = self._senders.get(processor_id)
+        if sender is None:
+            sender = self._senders[processor_id] = self._make_sender(processor_id)
+        return sender
+
+    def _make_sender(self, processor_id: str) -> SignalSender:
         message_list = self.message_list
 
         async def send_signal(

@@ -1,0 +1,115 @@
+"""Core benchmarks: the input-phase chain and the output-stream chain against direct calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench._harness import Row, time_async
+from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
+from procflow.messages import Chunk, MessageList
+from procflow.processors import ProcessInputArgs, ProcessOutputStreamArgs
+
+SIZES = {"full": (2000, 7, 10_000), "tiny": (20, 2, 50)}
+
+
+class TrivialInput:
+    def __init__(self, index: int) -> None:
+        self.id = f"trivial-{index}"
+
+    async def process_input(self, args: ProcessInputArgs) -> None:
+        return None
+
+
+class TrivialStream:
+    def __init__(self, index: int) -> None:
+        self.id = f"stream-{index}"
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
+        return args.part
+
+
+async def bench_input_chain(size: str) -> list[Row]:
+    """10 trivial process_input processors through the runner vs awaiting the 10 functions directly."""
+    number, repeat, _ = SIZES[size]
+    processors = [TrivialInput(i) for i in range(10)]
+    ml = MessageList(["hello"])
+    runner = PhaseRunner(ProcessorPipeline.build(processors), RunContext(message_list=ml))
+    fns = [p.process_input for p in processors]
+
+    async def direct() -> None:
+        for fn in fns:
+            await fn(None)  # type: ignore[arg-type]
+
+    base = await time_async(direct, number=number, repeat=repeat)
+    chain = await time_async(runner.run_input, number=number, repeat=repeat)
+    extra_us = (chain.median - base.median) / 10 * 1e6
+    return [
+        Row(
+            "core",
+            "input chain, 10 trivial processors: added cost per processor",
+            extra_us,
+            "µs",
+            baseline=base.median * 1e6,
+            baseline_name="10 direct awaits (µs)",
+            ratio=chain.median / base.median,
+            budget="≤ 3 µs per processor above the direct-call floor",
+            passed=extra_us <= 3.0,
+            spread=chain.spread,
+        )
+    ]
+
+
+async def bench_stream_chain(size: str) -> list[Row]:
+    """5 trivial stream processors over N chunks vs calling the 5 functions directly per chunk."""
+    _, repeat, chunks = SIZES[size]
+    processors = [TrivialStream(i) for i in range(5)]
+    pipeline = ProcessorPipeline.build(processors)
+    items = [Chunk.text_delta("token ") for _ in range(chunks)]
+    fns = [p.process_output_stream for p in processors]
+    args: Any = ProcessOutputStreamArgs(
+        part=items[0],
+        stream_parts=[],
+        abort=None,
+        state={},
+        retry_count=0,
+        request_context=None,  # type: ignore[arg-type]
+        message_list=None,
+        writer=None,
+        send_signal=None,
+        processor_id="x",  # type: ignore[arg-type]
+    )
+
+    async def direct() -> None:
+        for chunk in items:
+            part = chunk
+            for fn in fns:
+                args.part = part
+                part = await fn(args)
+
+    async def through_runner() -> None:
+        stream = StreamRunner(pipeline, RunContext(message_list=MessageList()))
+        for chunk in items:
+            await stream.push(chunk)
+
+    base = await time_async(direct, number=1, repeat=repeat)
+    run = await time_async(through_runner, number=1, repeat=repeat)
+    per_chunk_per_proc = (run.median - base.median) / chunks / 5 * 1e6
+    return [
+        Row(
+            "core",
+            f"stream chain, 5 trivial processors × {chunks:,} chunks: added cost per processor per chunk",
+            per_chunk_per_proc,
+            "µs",
+            baseline=base.median / chunks * 1e6,
+            baseline_name="direct calls per chunk (µs)",
+            ratio=run.median / base.median,
+            budget="≤ 2 µs per processor per chunk",
+            passed=per_chunk_per_proc <= 2.0,
+            spread=run.spread,
+        )
+    ]
+
+
+async def run(size: str = "full") -> list[Row]:
+    """All core rows."""
+    return [*(await bench_input_chain(size)), *(await bench_stream_chain(size))]
