@@ -1,6 +1,7 @@
 """procflow: processors around an LLM agent, composed on a small workflow engine."""
 
 from procflow._logging import is_tracing, set_tracing
+from procflow.agent import Agent
 from procflow.errors import (
     APICallError,
     ConfigurationError,
@@ -15,6 +16,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "APICallError",
+    "Agent",
     "Chunk",
     "ConfigurationError",
     "Message",

@@ -36,12 +36,23 @@ class RunContext:
     retry_count: int = 0
     writer: StreamWriter | None = None
     _senders: dict[str, SignalSender] = field(default_factory=dict, repr=False)
+    _owners: dict[str, int] = field(default_factory=dict, repr=False)
 
-    def state_for(self, processor_id: str) -> dict[str, Any]:
-        """This processor's state dict (created on first use)."""
-        state = self.states.get(processor_id)
+    def state_for(self, processor_id: str, owner: object = None) -> dict[str, Any]:
+        """This processor's state dict for the request (created on first use).
+
+        All hooks of one processor share it. When ``owner`` is given and a *different* processor object
+        already claimed ``processor_id`` (say one ``TokenLimiter`` in the input list and another in the
+        output list), the second one gets its own dict, so processors never see each other's data.
+        """
+        key = processor_id
+        if owner is not None:
+            first = self._owners.setdefault(processor_id, id(owner))
+            if first != id(owner):
+                key = f"{processor_id}@{id(owner):x}"
+        state = self.states.get(key)
         if state is None:
-            state = self.states[processor_id] = {}
+            state = self.states[key] = {}
         return state
 
     def signal_sender(self, processor_id: str) -> SignalSender:

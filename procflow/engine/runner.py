@@ -94,7 +94,7 @@ class PhaseRunner:
         ctx = self.ctx
         return {
             "abort": hook.abort,
-            "state": ctx.state_for(hook.processor_id),
+            "state": ctx.state_for(hook.processor_id, hook.processor),
             "retry_count": ctx.retry_count,
             "request_context": ctx.request_context,
             "message_list": ctx.message_list,

@@ -7,13 +7,15 @@ one call per processor. Rules:
   runs through the *rest* of the chain in order (a processor flushing held-back text before a non-text
   chunk returns ``[flushed_text, chunk]``);
 - ``data-*`` chunks reach only processors with ``process_data_parts = True`` and pass the others;
+- a ``data-*`` chunk a stream processor writes (``writer.custom``) is pushed with ``start`` set past
+  that processor, so it goes through the *later* processors only;
 - a :class:`TripWire` propagates (after ``on_violation``); the caller emits the ``tripwire`` chunk;
 - any other error is logged and the chunk passes that processor unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from procflow._logging import log
@@ -22,6 +24,7 @@ from procflow.engine.pipeline import BoundHook, ProcessorPipeline
 from procflow.errors import ProcessorResultError
 from procflow.messages.chunk import Chunk
 from procflow.messages.tripwire import TripWire
+from procflow.messages.writer import StreamWriter
 from procflow.processors.args import ProcessOutputStreamArgs
 
 __all__ = ["StreamRunner"]
@@ -32,7 +35,18 @@ class StreamRunner:
 
     __slots__ = ("_args", "_hooks", "ctx", "stream_parts")
 
-    def __init__(self, pipeline: ProcessorPipeline, ctx: RunContext) -> None:
+    def __init__(
+        self,
+        pipeline: ProcessorPipeline,
+        ctx: RunContext,
+        *,
+        writer_for: Callable[[int], StreamWriter | None] | None = None,
+    ) -> None:
+        """Prepare the chain once per stream.
+
+        Args:
+            writer_for: Gives the i-th stream hook its own writer (default: ``ctx.writer`` for all).
+        """
         self.ctx = ctx
         self._hooks: tuple[BoundHook, ...] = pipeline.phase("process_output_stream")
         self.stream_parts: list[Chunk] = []
@@ -41,15 +55,15 @@ class StreamRunner:
                 part=Chunk("start"),
                 stream_parts=self.stream_parts,
                 abort=hook.abort,
-                state=ctx.state_for(hook.processor_id),
+                state=ctx.state_for(hook.processor_id, hook.processor),
                 retry_count=ctx.retry_count,
                 request_context=ctx.request_context,
                 message_list=ctx.message_list,
-                writer=ctx.writer,
+                writer=ctx.writer if writer_for is None else writer_for(index),
                 send_signal=ctx.signal_sender(hook.processor_id),
                 processor_id=hook.processor_id,
             )
-            for hook in self._hooks
+            for index, hook in enumerate(self._hooks)
         ]
 
     @property
@@ -62,10 +76,10 @@ class StreamRunner:
         for args in self._args:
             args.retry_count = retry_count
 
-    async def push(self, chunk: Chunk) -> list[Chunk]:
-        """Run one chunk through the chain; return what comes out (zero, one or more chunks)."""
+    async def push(self, chunk: Chunk, *, start: int = 0) -> list[Chunk]:
+        """Run one chunk through the chain (from stream hook ``start`` on); return what comes out."""
         self.stream_parts.append(chunk)
-        return await self._cascade([chunk], 0)
+        return await self._cascade([chunk], start)
 
     async def flush(self) -> list[Chunk]:
         """End of stream: call each ``flush_output_stream`` hook, running its output through the rest."""

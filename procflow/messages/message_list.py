@@ -132,7 +132,7 @@ class MessageList:
         raise KeyError(message_id)
 
     def remove_by_ids(self, ids: Iterable[str]) -> list[Message]:
-        """Remove the messages with these ids (system messages too) and return what was removed."""
+        """Remove the messages with these ids (system messages and transient signals too); return them."""
         wanted = set(ids)
         removed = [m for m in self._messages if m.id in wanted]
         if removed:
@@ -142,6 +142,8 @@ class MessageList:
         kept_system = [m for m in self._system if m.id not in wanted]
         removed.extend(m for m in self._system if m.id in wanted)
         self._system = kept_system
+        for key in [k for k, m in self._transient.items() if m.id in wanted]:
+            removed.append(self._transient.pop(key))
         return removed
 
     def replace(self, message: Message) -> bool:

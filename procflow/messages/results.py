@@ -13,8 +13,9 @@ __all__ = ["FinishReason", "OutputResult", "StepResult", "ToolCall", "ToolResult
 FinishReason = Literal[
     "stop", "length", "content-filter", "tool-calls", "error", "other", "tripwire", "aborted", "unknown"
 ]
-"""Why a step or a generation ended. ``other`` marks a tripwire stop; ``tripwire`` a retry budget used
-up; ``aborted`` a cancellation by the caller."""
+"""Why a step or a generation ended. ``other`` marks a tripwire stop; ``tripwire`` a step rejected for
+good by ``process_output_step`` (or a processor retry that could not be granted); ``aborted`` a
+cancellation by the caller."""
 
 
 @dataclass(slots=True)

@@ -1,0 +1,23 @@
+"""Layer 4: the agent — ``generate()`` / ``stream()``, tools, and the step loop with processors."""
+
+from procflow.agent._assembly import PrepareStep, PrepareStepProcessor, Processors, ProcessorsFactory
+from procflow.agent._config import DEFAULT_API_ERROR_RETRIES, RETRY_FEEDBACK_KEY, OnFinish
+from procflow.agent.agent import DEFAULT_MAX_STEPS, Agent
+from procflow.agent.memory import MemoryProcessors
+from procflow.agent.output import AgentResponse, GenerateResult, StreamOutput
+
+__all__ = [
+    "DEFAULT_API_ERROR_RETRIES",
+    "DEFAULT_MAX_STEPS",
+    "RETRY_FEEDBACK_KEY",
+    "Agent",
+    "AgentResponse",
+    "GenerateResult",
+    "MemoryProcessors",
+    "OnFinish",
+    "PrepareStep",
+    "PrepareStepProcessor",
+    "Processors",
+    "ProcessorsFactory",
+    "StreamOutput",
+]

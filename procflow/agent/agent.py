@@ -1,0 +1,241 @@
+"""The :class:`Agent`: instructions, a model, tools, and processors around every model call."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from procflow.agent._assembly import PrepareStep, Processors, check_processors
+from procflow.agent._config import OnFinish, RunConfig
+from procflow.agent._run import AgentRun
+from procflow.agent.memory import MemoryProcessors
+from procflow.agent.output import GenerateResult, StreamOutput
+from procflow.errors import ConfigurationError
+from procflow.messages.message import Message
+from procflow.messages.message_list import MessageInput
+from procflow.messages.request_context import RequestContext
+from procflow.models.base import LanguageModel
+from procflow.models.router import resolve_model
+from procflow.tools.tool import Tool, tool
+
+__all__ = ["DEFAULT_MAX_STEPS", "Agent"]
+
+DEFAULT_MAX_STEPS = 5
+"""Model steps per call unless ``max_steps`` says otherwise (each tool round trip is one step)."""
+
+Messages = MessageInput | Sequence[MessageInput]
+"""A call's input: a string (a user message), a :class:`Message`, a message dict, or a list of them."""
+
+
+class Agent:
+    """An LLM agent whose every model call runs through processors.
+
+    Args:
+        id: The agent's id.
+        model: A :class:`~procflow.models.LanguageModel`, or a ``"provider/model"`` id resolved (once,
+            on first use) by :func:`procflow.models.resolve_model`.
+        name: A display name (default: ``id``).
+        instructions: System instructions, one string or several.
+        tools: Tools the model may call: :class:`~procflow.tools.Tool` objects or plain functions
+            (wrapped with :func:`~procflow.tools.tool`), as a list or a ``{name: tool}`` mapping.
+        input_processors: Run before the model: a list, or a function of the ``RequestContext``
+            returning one per request. Memory's input processors run before them.
+        output_processors: Run on the model's stream, steps and final result; memory's output
+            processors run after them.
+        error_processors: Run (after the input and output processors) when the provider rejects a
+            call; the built-in :class:`~procflow.processors.PrefillErrorHandler` is always added.
+        max_processor_retries: How many consecutive retries processors may ask for with
+            ``abort(..., retry=True)``; unset means such requests end the call (``finish_reason ==
+            "tripwire"``). Re-issued calls after provider errors are capped by it too, or by 10 when
+            it is unset.
+        memory: Supplies memory processors per request (see :class:`MemoryProcessors`).
+
+    Raises:
+        ConfigurationError: an argument is invalid; the message says how to fix it.
+    """
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        model: LanguageModel | str,
+        name: str | None = None,
+        instructions: str | Sequence[str] = (),
+        tools: Sequence[Tool | Callable[..., Any]] | Mapping[str, Tool] = (),
+        input_processors: Processors = (),
+        output_processors: Processors = (),
+        error_processors: Processors = (),
+        max_processor_retries: int | None = None,
+        memory: MemoryProcessors | None = None,
+    ) -> None:
+        if not isinstance(id, str) or not id:
+            raise ConfigurationError("Agent needs a non-empty string id, e.g. Agent(id='support-agent', ...)")
+        self.id = id
+        self.name = name or id
+        self.instructions = [instructions] if isinstance(instructions, str) else list(instructions)
+        self.model = _check_model(model)
+        self.tools = _tools(tools)
+        self.input_processors = check_processors(input_processors, what="input_processors")
+        self.output_processors = check_processors(output_processors, what="output_processors")
+        self.error_processors = check_processors(error_processors, what="error_processors")
+        self.max_processor_retries = _check_retries(max_processor_retries)
+        if memory is not None and not isinstance(memory, MemoryProcessors):
+            raise ConfigurationError(
+                "memory must provide input_processors(request_context) and output_processors(request_context)"
+            )
+        self.memory = memory
+        self._resolved: LanguageModel | None = None
+
+    def __repr__(self) -> str:
+        return f"Agent(id={self.id!r})"
+
+    def stream(
+        self,
+        messages: Messages,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        request_context: RequestContext | Mapping[str, Any] | None = None,
+        input_processors: Processors | None = None,
+        output_processors: Processors | None = None,
+        error_processors: Processors | None = None,
+        max_processor_retries: int | None = None,
+        prepare_step: PrepareStep | None = None,
+        tool_choice: str | None = None,
+        on_finish: OnFinish | None = None,
+    ) -> StreamOutput:
+        """Start a call whose chunks you iterate: ``async for chunk in agent.stream(...).full_stream``.
+
+        Nothing runs until the stream is iterated (or ``await output.consume()``); it then runs in the
+        consumer's task.
+
+        Args:
+            messages: The new input (history comes from memory).
+            max_steps: Model steps at most; each tool round trip is one step (retries are not steps).
+            request_context: Per-request values processors (and processor factories) read.
+            input_processors: Replace the agent's input processors for this call only (memory and
+                framework processors still run around them); likewise ``output_processors`` and
+                ``error_processors``.
+            max_processor_retries: Replace the agent's retry cap for this call.
+            prepare_step: A ``process_input_step`` hook as a function, run after the input processors.
+            tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+            on_finish: Called with the :class:`GenerateResult` when the call ends — completed, stopped by
+                a tripwire, or aborted by cancellation (it then runs shielded, so keep it short).
+        """
+        if not isinstance(max_steps, int) or max_steps < 1:
+            raise ConfigurationError(f"max_steps must be a positive integer, got {max_steps!r}")
+        config = RunConfig(
+            messages=_messages(messages),
+            instructions=self.instructions,
+            model=self.model,
+            resolve_model=self._resolve_model,
+            tools=self.tools,
+            request_context=_context(request_context),
+            input_processors=self._pick(input_processors, self.input_processors, "input_processors"),
+            output_processors=self._pick(output_processors, self.output_processors, "output_processors"),
+            error_processors=self._pick(error_processors, self.error_processors, "error_processors"),
+            memory=self.memory,
+            prepare_step=prepare_step,
+            max_steps=max_steps,
+            max_processor_retries=(
+                self.max_processor_retries
+                if max_processor_retries is None
+                else _check_retries(max_processor_retries)
+            ),
+            tool_choice=tool_choice,
+            on_finish=on_finish,
+        )
+        return StreamOutput(AgentRun(config))
+
+    async def generate(
+        self,
+        messages: Messages,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        request_context: RequestContext | Mapping[str, Any] | None = None,
+        input_processors: Processors | None = None,
+        output_processors: Processors | None = None,
+        error_processors: Processors | None = None,
+        max_processor_retries: int | None = None,
+        prepare_step: PrepareStep | None = None,
+        tool_choice: str | None = None,
+        on_finish: OnFinish | None = None,
+    ) -> GenerateResult:
+        """Run a call to its end and return the result; takes the same options as :meth:`stream`.
+
+        A tripwire never raises: it is ``result.tripwire``. Provider errors no processor recovers from
+        raise :class:`~procflow.errors.APICallError`; cancelling the caller's scope propagates as usual.
+        """
+        output = self.stream(
+            messages,
+            max_steps=max_steps,
+            request_context=request_context,
+            input_processors=input_processors,
+            output_processors=output_processors,
+            error_processors=error_processors,
+            max_processor_retries=max_processor_retries,
+            prepare_step=prepare_step,
+            tool_choice=tool_choice,
+            on_finish=on_finish,
+        )
+        return await output.consume()
+
+    def generate_sync(self, messages: Messages, **options: Any) -> GenerateResult:
+        """Blocking :meth:`generate` for scripts (runs its own event loop; not from async code)."""
+        return anyio.run(functools.partial(self.generate, messages, **options))
+
+    def _pick(self, override: Processors | None, default: Processors, what: str) -> Processors:
+        return default if override is None else check_processors(override, what=what)
+
+    def _resolve_model(self, model: LanguageModel | str) -> LanguageModel:
+        if model is not self.model:
+            return resolve_model(model)
+        if self._resolved is None:
+            self._resolved = resolve_model(model)
+        return self._resolved
+
+
+def _check_model(model: Any) -> LanguageModel | str:
+    if isinstance(model, str) and model:
+        return model
+    if isinstance(model, LanguageModel):
+        return model
+    raise ConfigurationError(
+        f"model must be a 'provider/model' id or a LanguageModel (provider, model_id, generate(), "
+        f"stream()); got {type(model).__name__}"
+    )
+
+
+def _check_retries(value: Any) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ConfigurationError(f"max_processor_retries must be a non-negative integer or None, got {value!r}")
+
+
+def _tools(tools: Sequence[Tool | Callable[..., Any]] | Mapping[str, Tool]) -> dict[str, Tool]:
+    items = list(tools.values()) if isinstance(tools, Mapping) else list(tools)
+    out: dict[str, Tool] = {}
+    for item in items:
+        made = item if isinstance(item, Tool) else tool(item) if callable(item) else None
+        if made is None:
+            raise ConfigurationError(f"tools must be Tool objects or functions; got {type(item).__name__}")
+        if made.name in out:
+            raise ConfigurationError(
+                f"two tools are named {made.name!r}; give one another name (tool(fn, name=...))"
+            )
+        out[made.name] = made
+    return out
+
+
+def _messages(messages: Messages) -> list[MessageInput]:
+    if isinstance(messages, str | Message | Mapping):
+        return [messages]
+    return list(messages)
+
+
+def _context(value: RequestContext | Mapping[str, Any] | None) -> RequestContext:
+    if isinstance(value, RequestContext):
+        return value
+    return RequestContext(value)
