@@ -41,6 +41,8 @@ class ModelResponse:
     finish_reason: FinishReason = "stop"
     usage: Usage = field(default_factory=Usage)
     raw: Any = None
+    reasoning_signature: str | None = None
+    """The provider's signature of the reasoning (Anthropic thinking), needed to replay it later."""
 
 
 @runtime_checkable
@@ -49,8 +51,9 @@ class LanguageModel(Protocol):
 
     ``text-delta`` ``{"text"}``, ``reasoning-delta`` ``{"text"}``, ``tool-call``
     ``{"tool_call_id", "tool_name", "args"}`` (arguments fully assembled), and one final ``finish``
-    ``{"finish_reason", "usage": Usage}``. Failures raise :class:`~procflow.errors.APICallError`, after
-    any chunks already received.
+    ``{"finish_reason", "usage": Usage}``; optionally ``response-metadata`` ``{"id", "model_id"}``, and
+    a ``reasoning-delta`` with a ``"signature"`` (and empty text) when the provider signs its reasoning.
+    Failures raise :class:`~procflow.errors.APICallError`, after any chunks already received.
     """
 
     @property

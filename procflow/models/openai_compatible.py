@@ -1,0 +1,130 @@
+"""Chat models behind an OpenAI-compatible Chat Completions endpoint (OpenAI, Ollama, vLLM, llama.cpp, …)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal
+
+import httpx
+
+from procflow.messages.chunk import Chunk
+from procflow.models._http import DEFAULT_TIMEOUT, HTTPConfig, check_base_url, open_sse, post_json
+from procflow.models._openai_stream import OpenAIStreamState
+from procflow.models._openai_wire import build_body, parse_response
+from procflow.models.base import ModelRequest, ModelResponse
+
+__all__ = ["OPENAI_BASE_URL", "OpenAICompatibleModel"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+_PATH = "/chat/completions"
+
+
+class OpenAICompatibleModel:
+    """A chat model served over the OpenAI Chat Completions protocol.
+
+    The same class talks to OpenAI and to every server that speaks the protocol: Ollama
+    (``http://localhost:11434/v1``), vLLM (``http://localhost:8000/v1``), the llama.cpp server
+    (``http://localhost:8080/v1``) and LM Studio (``http://localhost:1234/v1``). It sends function tools
+    and tool choice, images (and WAV/MP3 audio, PDF data) in user messages, ``response_format`` for JSON
+    output, and streams over server-sent events with tool-call arguments assembled from their deltas.
+
+    Failures raise :class:`~procflow.errors.APICallError` (transport or HTTP status, after any chunks
+    already streamed) or :class:`~procflow.errors.InvalidResponseError` (malformed JSON or SSE).
+
+    Args:
+        model_id: The server's model name, e.g. ``"gpt-5-mini"`` or ``"llama3.2"``.
+        base_url: The API root including ``/v1``; requests go to ``{base_url}/chat/completions``.
+        api_key: Sent as ``Authorization: Bearer …``; local servers usually need none. This class does
+            not read environment variables: :func:`~procflow.models.resolve_model` does.
+        provider: The provider name reported in chunks, errors and ``provider_options`` lookups.
+        headers: Extra headers sent with every request (per-call ``ModelRequest.headers`` win).
+        timeout: Seconds or an ``httpx.Timeout``, applied per request (also with an injected client);
+            for streams the read timeout bounds the wait for each event.
+        client: A shared ``httpx.AsyncClient`` (connection reuse); it stays owned by the caller. Without
+            one, each call opens and closes its own client.
+        transport: An ``httpx`` transport for the per-call clients (e.g. ``httpx.MockTransport``).
+        stream_usage: Ask for usage in streams (``stream_options.include_usage``).
+        max_tokens_field: The body field for ``max_output_tokens``; defaults to
+            ``max_completion_tokens`` for OpenAI and ``max_tokens`` for other servers.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        base_url: str = OPENAI_BASE_URL,
+        api_key: str | None = None,
+        provider: str = "openai",
+        headers: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
+        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        stream_usage: bool = True,
+        max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None,
+    ) -> None:
+        self._model_id = model_id
+        self._provider = provider
+        all_headers = {"Content-Type": "application/json"}
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        all_headers.update(headers or {})
+        self._http = HTTPConfig(
+            provider=provider,
+            base_url=check_base_url(base_url, provider=provider),
+            headers=all_headers,
+            timeout=timeout,
+            client=client,
+            transport=transport,
+            key_env="OPENAI_API_KEY" if provider == "openai" else None,
+        )
+        self._stream_usage = stream_usage
+        self._max_tokens_field = max_tokens_field or (
+            "max_completion_tokens" if provider == "openai" else "max_tokens"
+        )
+
+    @property
+    def provider(self) -> str:
+        """The provider name, e.g. ``"openai"`` or ``"ollama"``."""
+        return self._provider
+
+    @property
+    def model_id(self) -> str:
+        """The server's model name."""
+        return self._model_id
+
+    @property
+    def base_url(self) -> str:
+        """The API root requests go to."""
+        return self._http.base_url
+
+    def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        return build_body(
+            request,
+            model_id=self._model_id,
+            provider=self._provider,
+            stream=stream,
+            stream_usage=self._stream_usage,
+            max_tokens_field=self._max_tokens_field,
+        )
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """Return the whole answer for ``request`` (one non-streamed call)."""
+        data = await post_json(self._http, _PATH, self._body(request, stream=False), headers=request.headers)
+        return parse_response(data, provider=self._provider)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        """Stream the answer for ``request``: ``response-metadata``, text and reasoning deltas,
+        assembled ``tool-call`` chunks, then one ``finish`` chunk with the finish reason and usage."""
+        body = self._body(request, stream=True)
+        state = OpenAIStreamState(provider=self._provider, url=self._http.url(_PATH))
+        async with open_sse(self._http, _PATH, body, headers=request.headers) as events:
+            async for event in events:
+                for chunk in state.feed(event.data):
+                    yield chunk
+            for chunk in state.end():
+                yield chunk
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        return f"{name}({self._model_id!r}, provider={self._provider!r}, base_url={self.base_url!r})"

@@ -1,0 +1,127 @@
+"""The fake provider's ASGI application: records each request, then plays the next scripted reply."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any
+
+import anyio
+
+from procflow.testing._fake_wire import (
+    MALFORMED_EVENT,
+    WireProtocol,
+    error_body,
+    render_body,
+    render_events,
+    stream_error_event,
+)
+from procflow.testing.fake_reply import FakeReply, RecordedRequest
+
+__all__ = ["FakeProviderApp"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+def _protocol(path: str) -> WireProtocol | None:
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/messages"):
+        return "anthropic"
+    return None
+
+
+async def _read_body(receive: Receive) -> bytes:
+    body = bytearray()
+    while True:
+        message = await receive()
+        body.extend(message.get("body", b""))
+        if not message.get("more_body"):
+            return bytes(body)
+
+
+async def _send_json(send: Send, status: int, data: Any, headers: Mapping[str, str]) -> None:
+    payload = data.encode() if isinstance(data, str) else json.dumps(data).encode()
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    if not any(name == b"content-type" for name, _ in raw):
+        raw.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class FakeProviderApp:
+    """The ASGI application: records requests and plays the script."""
+
+    def __init__(
+        self, record: Callable[[RecordedRequest], int], next_reply: Callable[[RecordedRequest], FakeReply]
+    ) -> None:
+        self._record = record
+        self._next_reply = next_reply
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        request = RecordedRequest(scope["method"], scope["path"], headers, await _read_body(receive))
+        number = self._record(request)
+        protocol = _protocol(request.path)
+        if protocol is None or request.method != "POST":
+            body = {"error": {"message": f"fake provider: no endpoint {request.method} {request.path}"}}
+            await _send_json(send, 404, body, {})
+            return
+        reply = self._next_reply(request)
+        if reply.delay:
+            await anyio.sleep(reply.delay)
+        payload = request.json if isinstance(request.json, dict) else {}
+        if reply.body is not None:
+            await _send_json(send, reply.status, reply.body, reply.headers)
+        elif reply.status >= 400:
+            await _send_json(send, reply.status, error_body(protocol, reply.status, reply), reply.headers)
+        elif payload.get("stream") is True:
+            await self._stream(send, protocol, reply, payload, number)
+        else:
+            body = render_body(protocol, reply, model=str(payload.get("model", "fake")), number=number)
+            await _send_json(send, reply.status, body, reply.headers)
+
+    async def _stream(
+        self, send: Send, protocol: WireProtocol, reply: FakeReply, payload: dict[str, Any], number: int
+    ) -> None:
+        options = payload.get("stream_options") or {}
+        events = render_events(
+            protocol,
+            reply,
+            model=str(payload.get("model", "fake")),
+            number=number,
+            usage=bool(options.get("include_usage")),
+        )
+        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+        headers.extend((k.encode(), v.encode()) for k, v in reply.headers.items())
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        faulty = (
+            reply.break_after is not None
+            or reply.malformed_after is not None
+            or reply.error_after is not None
+        )
+        if not reply.delay and not faulty:
+            # One write for the whole stream: the fast path benchmarks measure the client, not us.
+            body = b"".join(data for data, _ in events)
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        content = 0
+        for data, is_content in events:
+            if content == reply.break_after:
+                return  # returning mid-body makes the server drop the connection
+            if content == reply.malformed_after:
+                await send({"type": "http.response.body", "body": MALFORMED_EVENT, "more_body": False})
+                return
+            if content == reply.error_after:
+                error = stream_error_event(protocol, reply)
+                await send({"type": "http.response.body", "body": error, "more_body": False})
+                return
+            if reply.delay:
+                await anyio.sleep(reply.delay)
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+            content += is_content
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
