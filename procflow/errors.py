@@ -13,6 +13,7 @@
     ├── ToolError                            a tool could not be called
     │   └── ToolArgumentsError (ValueError)  the model's arguments do not fit the tool's schema
     ├── PatternTimeoutError (TimeoutError)   a user regex ran past its timeout
+    ├── TokenizerDataError (RuntimeError)    the offline tokenizer data is missing or not the expected file
     └── ModelError                           a model call failed
         ├── APICallError                     transport or HTTP failure, with status, body and retryability
         └── InvalidResponseError             the provider sent malformed JSON or SSE
@@ -36,6 +37,7 @@ __all__ = [
     "PatternTimeoutError",
     "ProcessorResultError",
     "ProcflowError",
+    "TokenizerDataError",
     "ToolArgumentsError",
     "ToolError",
     "UnknownModelError",
@@ -114,6 +116,10 @@ class PatternTimeoutError(ProcflowError, TimeoutError):
             f"regex rule {rule!r} ran longer than its {timeout}s timeout; simplify the pattern (avoid nested "
             "quantifiers such as (a+)+) or raise the rule's timeout"
         )
+
+
+class TokenizerDataError(ProcflowError, RuntimeError):
+    """The tokenizer's data cannot be loaded offline; the message says which package to (re)install."""
 
 
 class ModelError(ProcflowError):

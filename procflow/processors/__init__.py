@@ -1,5 +1,6 @@
 """Layer 1: the processor protocol, the typed hook arguments and results, and the built-in processors."""
 
+from procflow.processors._tokens import TiktokenCounter, TokenCounter, truncate_to_tokens
 from procflow.processors.args import (
     MessagesResult,
     ProcessAPIErrorArgs,
@@ -28,12 +29,42 @@ from procflow.processors.base import (
     ViolationCallback,
     make_abort,
 )
+from procflow.processors.batch_parts import BatchPartsProcessor
+from procflow.processors.compat_rules import DEFAULT_COMPAT_RULES, CompatRule, MessageMend, PromptRewrite
+from procflow.processors.prefill_error_handler import PrefillErrorHandler
+from procflow.processors.provider_history_compat import ProviderHistoryCompat
+from procflow.processors.stream_error_retry import (
+    ErrorMatcher,
+    StreamErrorRetryProcessor,
+    TransientKind,
+    is_auth_error,
+    transient_kind,
+)
+from procflow.processors.token_limiter import TOKEN_LIMIT_REACHED_CHUNK, TokenLimiter
+from procflow.processors.tool_call_filter import ToolCallFilter
+from procflow.processors.tool_search import (
+    DEFAULT_TOOL_SEARCH_INSTRUCTIONS,
+    LOAD_TOOL,
+    SEARCH_TOOLS,
+    ToolSearchProcessor,
+)
+from procflow.processors.unicode_normalizer import UnicodeNormalizer
 
 __all__ = [
+    "DEFAULT_COMPAT_RULES",
+    "DEFAULT_TOOL_SEARCH_INSTRUCTIONS",
     "HOOK_NAMES",
+    "LOAD_TOOL",
+    "SEARCH_TOOLS",
+    "TOKEN_LIMIT_REACHED_CHUNK",
     "AbortFn",
+    "BatchPartsProcessor",
+    "CompatRule",
+    "ErrorMatcher",
     "HookName",
+    "MessageMend",
     "MessagesResult",
+    "PrefillErrorHandler",
     "ProcessAPIErrorArgs",
     "ProcessAPIErrorResult",
     "ProcessInputArgs",
@@ -50,8 +81,21 @@ __all__ = [
     "ProcessorArgs",
     "ProcessorBase",
     "ProcessorViolation",
+    "PromptRewrite",
+    "ProviderHistoryCompat",
     "SignalSender",
+    "StreamErrorRetryProcessor",
     "StreamResult",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenLimiter",
+    "ToolCallFilter",
+    "ToolSearchProcessor",
+    "TransientKind",
+    "UnicodeNormalizer",
     "ViolationCallback",
+    "is_auth_error",
     "make_abort",
+    "transient_kind",
+    "truncate_to_tokens",
 ]

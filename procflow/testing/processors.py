@@ -20,6 +20,7 @@ from procflow.messages.tripwire import TripWire, TripwireInfo
 
 __all__ = [
     "HookOutcome",
+    "run_api_error",
     "run_input",
     "run_input_step",
     "run_llm_request",
@@ -43,6 +44,7 @@ class HookOutcome:
         settings: For ``process_input_step``, the step settings after the call.
         prompt: For ``process_llm_request``, the prompt after the call.
         answer: For ``process_llm_request``, chunks the processor answered with instead of the model.
+        retry: For ``process_api_error``, whether the processor asked to re-issue the call.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -54,6 +56,7 @@ class HookOutcome:
     settings: StepSettings | None = None
     prompt: Prompt | None = None
     answer: list[Chunk] | None = None
+    retry: bool = False
 
     @property
     def text(self) -> str:
@@ -70,6 +73,7 @@ def _setup(
     source: str,
     system_messages: Iterable[Message | str] = (),
     history: Iterable[MessageInput] = (),
+    response: Iterable[MessageInput] = (),
     request_context: RequestContext | None = None,
     state: dict[str, Any] | None = None,
     retry_count: int = 0,
@@ -77,6 +81,7 @@ def _setup(
     ml = MessageList()
     ml.add(list(history), source="memory")
     ml.add(list(messages), source="response" if source == "response" else "input")
+    ml.add(list(response), source="response")
     for system in system_messages:
         ml.add_system(system)
     ctx = RunContext(
@@ -102,7 +107,8 @@ def _outcome(ctx: RunContext, processor: Any, messages: list[Message], **extra: 
 async def run_input(processor: Any, messages: Iterable[MessageInput], **options: Any) -> HookOutcome:
     """Run ``process_input`` on ``messages`` (strings become user messages).
 
-    Options: ``system_messages``, ``history`` (memory messages), ``request_context``, ``state``.
+    Options: ``system_messages``, ``history`` (memory messages), ``response`` (messages the model
+    produced earlier in this request), ``request_context``, ``state``.
     """
     runner, ctx = _setup(processor, messages, source="input", **options)
     tripwire: TripwireInfo | None = None
@@ -122,6 +128,7 @@ async def run_input_step(
         model=options.pop("model", None),
         tools=options.pop("tools", {}),
         tool_choice=options.pop("tool_choice", None),
+        steps=options.pop("steps", []),
     )
     runner, ctx = _setup(processor, messages, source="input", **options)
     tripwire: TripwireInfo | None = None
@@ -133,8 +140,17 @@ async def run_input_step(
 
 
 async def run_llm_request(processor: Any, messages: Iterable[MessageInput], **options: Any) -> HookOutcome:
-    """Run ``process_llm_request`` on the prompt built from ``messages``."""
-    settings = StepSettings(step_number=options.pop("step_number", 0), model=options.pop("model", None))
+    """Run ``process_llm_request`` on the prompt built from ``messages``.
+
+    Options: ``step_number``, ``model``, ``tools``, ``steps`` (earlier step records), plus those of
+    :func:`run_input`.
+    """
+    settings = StepSettings(
+        step_number=options.pop("step_number", 0),
+        model=options.pop("model", None),
+        tools=options.pop("tools", {}),
+        steps=options.pop("steps", []),
+    )
     runner, ctx = _setup(processor, messages, source="input", **options)
     tripwire: TripwireInfo | None = None
     prompt: Prompt = ctx.message_list.to_prompt()
@@ -207,3 +223,25 @@ async def run_output_result(
     except TripWire as exc:
         tripwire = exc.info()
     return _outcome(ctx, processor, ctx.message_list.response, tripwire=tripwire)
+
+
+async def run_api_error(
+    processor: Any,
+    error: Exception,
+    messages: Iterable[MessageInput] = (),
+    *,
+    step_number: int = 0,
+    **options: Any,
+) -> HookOutcome:
+    """Run ``process_api_error`` for ``error``; ``outcome.retry`` says whether a retry was asked for.
+
+    Options as for :func:`run_input`; pass the same ``state`` dict to several calls to play one request.
+    """
+    runner, ctx = _setup(processor, messages, source="input", **options)
+    tripwire: TripwireInfo | None = None
+    retry = False
+    try:
+        retry = await runner.run_api_error(error, StepSettings(step_number=step_number)) is not None
+    except TripWire as exc:
+        tripwire = exc.info()
+    return _outcome(ctx, processor, ctx.message_list.all, tripwire=tripwire, retry=retry)

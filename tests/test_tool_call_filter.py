@@ -1,0 +1,238 @@
+"""ToolCallFilter: tool calls and results removed from the model's prompt, never from storage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _agent_support import MODES, call
+
+from procflow import Agent
+from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
+from procflow.errors import ConfigurationError
+from procflow.messages import (
+    Message,
+    MessageContent,
+    MessageList,
+    Prompt,
+    PromptText,
+    PromptToolCall,
+    PromptToolResult,
+    StepResult,
+    StepStartPart,
+    TextPart,
+    ToolCall,
+    ToolInvocationPart,
+)
+from procflow.processors import ProcessLLMRequestArgs, ToolCallFilter
+from procflow.testing import ScriptedModel, ScriptedStep, run_llm_request
+from procflow.tools import tool
+
+
+def invocation(
+    call_id: str, name: str = "weather", result: Any = "sunny", **extra: Any
+) -> ToolInvocationPart:
+    return ToolInvocationPart(
+        tool_call_id=call_id, tool_name=name, args={"city": "Oslo"}, state="result", result=result, **extra
+    )
+
+
+def assistant(*parts: Any) -> Message:
+    return Message(role="assistant", content=MessageContent(parts=list(parts)))
+
+
+def tool_ids(prompt: Prompt | None) -> list[str]:
+    assert prompt is not None
+    return [
+        p.tool_call_id for m in prompt for p in m.content if isinstance(p, PromptToolCall | PromptToolResult)
+    ]
+
+
+HISTORY = [
+    Message.user("weather in Oslo?"),
+    assistant(TextPart(text="Let me check."), invocation("old_w")),
+    assistant(invocation("old_s", name="search", result={"hits": 3})),
+    Message.assistant("It is sunny."),
+]
+
+
+async def test_history_tool_traffic_is_removed_from_the_prompt_only() -> None:
+    """Calls and results from history leave the prompt; the stored messages keep them."""
+    outcome = await run_llm_request(ToolCallFilter(), ["and tomorrow?"], history=HISTORY)
+    assert tool_ids(outcome.prompt) == []
+    assert outcome.prompt is not None
+    assert [m.role for m in outcome.prompt] == ["user", "assistant", "assistant", "user"]
+    assert [m.text for m in outcome.prompt] == [
+        "weather in Oslo?",
+        "Let me check.",
+        "It is sunny.",
+        "and tomorrow?",
+    ]
+    stored = [p.tool_call_id for m in outcome.message_list.all for p in m.tool_invocations]
+    assert stored == ["old_w", "old_s"]
+
+
+async def test_exclude_filters_only_the_named_tools() -> None:
+    """With exclude, only those tools' calls and results are removed."""
+    outcome = await run_llm_request(ToolCallFilter(exclude=["search"]), ["and tomorrow?"], history=HISTORY)
+    assert tool_ids(outcome.prompt) == ["old_w", "old_w"]
+
+
+async def test_current_run_tool_traffic_is_kept_by_default() -> None:
+    """Without filter_after_tool_steps, the tools called in this run stay visible to the model."""
+    outcome = await run_llm_request(
+        ToolCallFilter(), ["weather now?"], history=HISTORY, response=[assistant(invocation("now_w"))]
+    )
+    assert tool_ids(outcome.prompt) == ["now_w", "now_w"]
+
+
+RUN = assistant(
+    StepStartPart(),
+    invocation("step1"),
+    StepStartPart(),
+    invocation("step2", name="search"),
+    StepStartPart(),
+    invocation("step3"),
+)
+STEPS = [
+    StepResult(0, tool_calls=[ToolCall("step1", "weather")]),
+    StepResult(1, tool_calls=[ToolCall("step2", "search")]),
+    StepResult(2, tool_calls=[ToolCall("step3", "weather")]),
+]
+
+
+@pytest.mark.parametrize(
+    ("keep", "expected"),
+    [(0, []), (1, ["step3"]), (2, ["step2", "step3"]), (5, ["step1", "step2", "step3"])],
+)
+async def test_filter_after_tool_steps_keeps_the_last_n_tool_steps(keep: int, expected: list[str]) -> None:
+    """filter_after_tool_steps=n filters inside the run too, keeping its last n tool steps."""
+    outcome = await run_llm_request(
+        ToolCallFilter(filter_after_tool_steps=keep), ["go"], history=HISTORY, response=[RUN], steps=STEPS
+    )
+    assert tool_ids(outcome.prompt) == [i for i in expected for _ in range(2)]
+
+
+async def test_tool_steps_are_found_from_messages_without_step_records() -> None:
+    """Step boundaries in the response messages delimit tool steps when no step records are given."""
+    outcome = await run_llm_request(
+        ToolCallFilter(filter_after_tool_steps=1), ["go"], history=HISTORY, response=[RUN]
+    )
+    assert tool_ids(outcome.prompt) == ["step3", "step3"]
+
+
+async def test_preserve_model_output_keeps_a_compact_record() -> None:
+    """Each removed completed call becomes a short text record of its result; raw args are gone."""
+    outcome = await run_llm_request(ToolCallFilter(preserve_model_output=True), ["next"], history=HISTORY)
+    assert outcome.prompt is not None
+    assert [m.text for m in outcome.prompt if m.role == "assistant"] == [
+        "Let me check.[weather result: sunny]",
+        '[search result: {"hits":3}]',
+        "It is sunny.",
+    ]
+    assert "Oslo" not in str([m.model_dump() for m in outcome.prompt if m.role == "assistant"])
+    assert all(m.role != "tool" for m in outcome.prompt)
+
+
+async def test_preserved_records_mark_errors_and_are_cut_to_length() -> None:
+    """Error results are marked as errors; long outputs are cut with an ellipsis."""
+    history = [
+        assistant(invocation("e1", result="boom", is_error=True)),
+        assistant(invocation("l1", result="x" * 50)),
+    ]
+    outcome = await run_llm_request(
+        ToolCallFilter(preserve_model_output=True, max_output_chars=10), ["next"], history=history
+    )
+    assert outcome.prompt is not None
+    assert [m.text for m in outcome.prompt][:2] == ["[weather error: boom]", "[weather result: xxxxxxxxx…]"]
+
+
+async def test_preserved_record_uses_the_tools_model_output() -> None:
+    """A tool's to_model_output(result) decides what the record says."""
+
+    class Summarised:
+        name = "weather"
+
+        def to_model_output(self, result: Any) -> str:
+            return f"summary of {result}"
+
+    outcome = await run_llm_request(
+        ToolCallFilter(preserve_model_output=True),
+        ["next"],
+        history=[assistant(invocation("w1"))],
+        tools={"weather": Summarised()},
+    )
+    assert outcome.prompt is not None
+    assert outcome.prompt[0].text == "[weather result: summary of sunny]"
+
+
+async def test_prompt_without_tool_traffic_is_left_alone() -> None:
+    """When nothing is filtered the hook returns nothing and the prompt is unchanged."""
+    outcome = await run_llm_request(
+        ToolCallFilter(), ["hello"], history=[Message.user("hi"), Message.assistant("hey")]
+    )
+    assert outcome.prompt is not None
+    assert [m.text for m in outcome.prompt] == ["hi", "hey", "hello"]
+
+
+async def test_unchanged_prompt_messages_keep_their_identity() -> None:
+    """Messages the filter does not touch are passed on as the very same objects."""
+    seen: list[Prompt] = []
+
+    class Recorder:
+        id = "recorder"
+
+        def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
+            seen.append(list(args.prompt))
+
+    ml = MessageList(HISTORY, source="memory")
+    ml.add("and tomorrow?")
+    runner = PhaseRunner(ProcessorPipeline.build([Recorder(), ToolCallFilter()]), RunContext(message_list=ml))
+    outcome = await runner.run_llm_request(ml.to_prompt(), StepSettings(step_number=0))
+    before = seen[0]
+    after = outcome.prompt
+    untouched = [
+        m for m in before if not any(isinstance(p, PromptToolCall | PromptToolResult) for p in m.content)
+    ]
+    assert all(any(m is kept for kept in after) for m in untouched)
+    assert all(isinstance(p, PromptText) for m in after for p in m.content)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"exclude": "search"}, "list of tool names"),
+        ({"filter_after_tool_steps": -1}, "filter_after_tool_steps"),
+        ({"filter_after_tool_steps": 1.5}, "filter_after_tool_steps"),
+        ({"max_output_chars": 0}, "max_output_chars"),
+    ],
+)
+def test_bad_options_are_rejected(options: dict[str, Any], match: str) -> None:
+    """Invalid options raise ConfigurationError saying what to pass instead."""
+    with pytest.raises(ConfigurationError, match=match):
+        ToolCallFilter(**options)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_agent_model_never_sees_old_tool_traffic_but_sees_its_own(mode: str) -> None:
+    """In an agent, history tool calls leave every prompt; the run's own call and result reach step 2."""
+
+    @tool
+    def weather(city: str) -> str:
+        """Current weather for a city."""
+        return f"rain in {city}"
+
+    model = ScriptedModel([ScriptedStep(tool_calls=[("weather", {"city": "Bergen"})]), "Rain in Bergen."])
+    agent = Agent(id="a", model=model, tools=[weather], input_processors=[ToolCallFilter()])
+    result = (await call(agent, mode, [*HISTORY, "And Bergen?"])).result
+    assert result.text == "Rain in Bergen."
+    assert tool_ids(model.prompts[0]) == []
+    assert tool_ids(model.prompts[1]) == ["call_0_0", "call_0_0"]
+    stored = [p.tool_call_id for m in result.response.message_list.all for p in m.tool_invocations]
+    assert stored == ["old_w", "old_s", "call_0_0"]
+
+
+def test_default_id_and_custom_id() -> None:
+    """The seed's id by default; id= sets another so two can share a pipeline."""
+    assert ToolCallFilter().id == "tool-call-filter"
+    assert ToolCallFilter(id="second").id == "second"
