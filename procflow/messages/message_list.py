@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
@@ -14,6 +15,7 @@ from procflow.messages.parts import (
     ImagePart,
     Part,
     ReasoningPart,
+    SourcePart,
     StepStartPart,
     TextPart,
     ToolInvocationPart,
@@ -340,15 +342,40 @@ class MessageList:
     def copy(self) -> MessageList:
         """Return an independent copy (messages deep-copied), for branches that must not share edits."""
         clone = MessageList(thread_id=self.thread_id, resource_id=self.resource_id)
-        clone._messages = [m.model_copy(deep=True) for m in self._messages]
+        clone._messages = [_clone(m) for m in self._messages]
         clone._sources = dict(self._sources)
-        clone._system = [m.model_copy(deep=True) for m in self._system]
-        clone._tagged = {k: [m.model_copy(deep=True) for m in v] for k, v in self._tagged.items()}
-        clone._transient = {k: m.model_copy(deep=True) for k, m in self._transient.items()}
+        clone._system = [_clone(m) for m in self._system]
+        clone._tagged = {k: [_clone(m) for m in v] for k, v in self._tagged.items()}
+        clone._transient = {k: _clone(m) for k, m in self._transient.items()}
         return clone
 
     def __repr__(self) -> str:
         return f"MessageList({len(self._messages)} messages, {len(self.system_messages)} system)"
+
+
+_FLAT_PARTS = (TextPart, ReasoningPart, StepStartPart, FilePart, ImagePart, SourcePart)
+"""Part types whose fields are all immutable (strings, booleans, None): a shallow copy is a deep one."""
+
+
+def _clone(message: Message) -> Message:
+    """Deep-copy ``message`` several times faster than ``model_copy(deep=True)`` (same result).
+
+    Only what may be mutable is copied deeply: tool and data parts, metadata, the signal, extras.
+    """
+    content = message.content
+    if message.__pydantic_extra__ or content.__pydantic_extra__:
+        return message.model_copy(deep=True)
+    new_content = copy.copy(content)
+    new_content.__dict__["parts"] = [
+        p.__copy__() if type(p) in _FLAT_PARTS and not p.__pydantic_extra__ else p.model_copy(deep=True)
+        for p in content.parts
+    ]
+    new_content.__dict__["metadata"] = copy.deepcopy(content.metadata) if content.metadata else {}
+    new = copy.copy(message)
+    new.__dict__["content"] = new_content
+    if message.signal is not None:
+        new.__dict__["signal"] = message.signal.model_copy(deep=True)
+    return new
 
 
 def _user_content(message: Message) -> list[PromptPart]:

@@ -1,0 +1,286 @@
+"""The executor: runs a plan's stages in order, parallel blocks in one anyio task group each.
+
+Statuses: a step ends ``success``, ``failed``, ``tripwire``, ``skipped`` (a branch not taken) or
+``canceled`` (a sibling tripped, or the run was cancelled); a run ends ``success``, ``failed``,
+``tripwire`` or ``canceled``. A :class:`TripWire` anywhere — a nested workflow, a parallel branch, a
+foreach item — ends the run with status ``tripwire`` and, unless the plan says otherwise, cancels the
+siblings still running. Failures always cancel them. Cancellation from outside propagates after the run
+is recorded as ``canceled``.
+
+Per-step cost is kept small: no events are built unless someone watches, and timing logs are emitted
+only when tracing is on (:func:`procflow.set_tracing`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from time import perf_counter
+from typing import Any, assert_never
+
+import anyio
+
+from procflow._logging import is_tracing, log
+from procflow.engine.foreach import run_foreach
+from procflow.engine.nodes import run_node, skip_node
+from procflow.engine.plan import (
+    BranchCase,
+    BranchOutputs,
+    BranchStage,
+    ForeachStage,
+    NodeCall,
+    ParallelStage,
+    PlanNode,
+    SingleStage,
+    Stage,
+    WorkflowPlan,
+)
+from procflow.engine.records import RunStatus, StepRecord, WorkflowEvent, WorkflowResult
+from procflow.engine.run_state import EventSink, RunState, StepContext
+from procflow.messages.request_context import RequestContext
+from procflow.messages.tripwire import TripWire
+
+__all__ = ["branch_decision", "execute_plan", "run_child", "run_node", "run_node_alone"]
+
+
+async def execute_plan(
+    plan: WorkflowPlan,
+    input_data: Any,
+    *,
+    request_context: RequestContext | None = None,
+    emit: EventSink | None = None,
+    run_id: str | None = None,
+    start_at: int = 0,
+    results: Mapping[str, Any] | None = None,
+    init_data: Any = None,
+    state: RunState | None = None,
+) -> WorkflowResult:
+    """Run ``plan`` on ``input_data`` and return its result; never raises for step failures.
+
+    Args:
+        plan: The compiled workflow.
+        input_data: The first stage's input.
+        request_context: The per-request key/value store (a fresh one by default).
+        emit: Receives every event (of nested runs too).
+        run_id: The run's id (random by default).
+        start_at: Index of the first stage to run (``run_from``); earlier stages are not run.
+        results: Outputs of earlier steps, as if they had run (for ``run_from``).
+        init_data: The run's initial input as steps see it (default: ``input_data``).
+        state: A prepared run state (the other keyword arguments are then ignored).
+
+    Raises:
+        anyio cancellation: the caller's scope was cancelled (the run is recorded as ``canceled``).
+    """
+    if state is None:
+        state = RunState(
+            plan.id,
+            init_data=input_data if init_data is None else init_data,
+            request_context=request_context,
+            emit=emit,
+            cancel_on_tripwire=plan.cancel_on_tripwire,
+            run_id=run_id,
+        )
+        for step_id, output in (results or {}).items():
+            state.records[step_id] = StepRecord(step_id, "success", output=output)
+    return await _execute(plan, input_data, state, start_at)
+
+
+async def _execute(plan: WorkflowPlan, value: Any, run: RunState, start_at: int) -> WorkflowResult:
+    started = perf_counter()
+    if run.emit is not None:
+        run.emit(WorkflowEvent("workflow-start", plan.id, run.run_id))
+    status: RunStatus = "success"
+    error: BaseException | None = None
+    try:
+        if start_at == 0 and plan.validate_input is not None:
+            value = plan.validate_input(value)
+        for stage in plan.stages if start_at == 0 else plan.stages[start_at:]:
+            if type(stage) is SingleStage:
+                value = await run_node(stage.node, value, run)
+            else:
+                value = await _run_stage(stage, value, run)
+    except TripWire as tripwire:
+        status, error = "tripwire", tripwire
+    except Exception as exc:
+        status, error = "failed", exc
+    except BaseException:
+        _finish_run(plan, run, "canceled", None, None, started)
+        raise
+    return _finish_run(plan, run, status, value if status == "success" else None, error, started)
+
+
+def _finish_run(
+    plan: WorkflowPlan,
+    run: RunState,
+    status: RunStatus,
+    output: Any,
+    error: BaseException | None,
+    started: float,
+) -> WorkflowResult:
+    result = WorkflowResult(
+        workflow_id=plan.id,
+        run_id=run.run_id,
+        status=status,
+        output=output,
+        error=error,
+        tripwire=error.info() if isinstance(error, TripWire) else None,
+        steps=run.records,
+        started_at=started,
+        ended_at=perf_counter(),
+    )
+    run.result = result
+    if is_tracing():
+        log.info(
+            "workflow_finished", workflow_id=plan.id, status=status, duration_ms=round(result.duration_ms, 3)
+        )
+    if run.emit is not None:
+        run.emit(
+            WorkflowEvent(
+                "workflow-finish",
+                plan.id,
+                result.run_id,
+                status=status,
+                duration_ms=result.duration_ms,
+                output=output,
+                error=error,
+            )
+        )
+    return result
+
+
+async def run_child(plan: WorkflowPlan, value: Any, parent: RunState, step_id: str) -> Any:
+    """Run a nested workflow for the step ``step_id`` of ``parent``; return its output or raise its error."""
+    child = RunState(
+        plan.id,
+        init_data=value,
+        request_context=parent.request_context,
+        emit=parent.emit,
+        cancel_on_tripwire=plan.cancel_on_tripwire,
+    )
+    result = await _execute(plan, value, child, 0)
+    parent.children[step_id] = result
+    if result.error is not None:
+        raise result.error
+    return result.output
+
+
+async def run_node_alone(
+    node: PlanNode,
+    value: Any,
+    *,
+    workflow_id: str,
+    request_context: RequestContext | None = None,
+    results: Mapping[str, Any] | None = None,
+    init_data: Any = None,
+) -> Any:
+    """Run one node outside any workflow (validation and retries included); return its output or raise."""
+    run = RunState(
+        workflow_id, init_data=value if init_data is None else init_data, request_context=request_context
+    )
+    for step_id, output in (results or {}).items():
+        run.records[step_id] = StepRecord(step_id, "success", output=output)
+    return await run_node(node, value, run)
+
+
+async def _run_stage(stage: Stage, value: Any, run: RunState) -> Any:
+    if isinstance(stage, SingleStage):
+        return await run_node(stage.node, value, run)
+    if isinstance(stage, ParallelStage):
+        return await _run_parallel(stage, value, run)
+    if isinstance(stage, BranchStage):
+        return await _run_branch(stage, value, run)
+    if isinstance(stage, ForeachStage):
+        return await run_foreach(stage, value, run)
+    assert_never(stage)
+
+
+async def _run_parallel(stage: ParallelStage, value: Any, run: RunState) -> BranchOutputs:
+    nodes = stage.nodes
+    inline = all(node.inline is not None and node.inline(value) for node in nodes)
+    # Only branches that cannot be interrupted may edit the input itself (the one a select keeps):
+    # a cancelled branch must never leave half its edits behind.
+    keep = stage.keep_original if inline else None
+    fork = getattr(value, "fork_branch", None)
+    inputs = [value if fork is None or i == keep else fork(n) for i, n in enumerate(nodes)]
+    outputs: dict[str, Any] = {}
+    errors: list[BaseException] = []
+    if inline:
+        await _run_inline(nodes, inputs, run, outputs, errors)
+    else:
+        async with anyio.create_task_group() as tg:
+            for node, branch_input in zip(nodes, inputs, strict=True):
+                tg.start_soon(_branch, node, branch_input, run, outputs, errors, tg.cancel_scope)
+    for node in nodes:
+        if node.id not in outputs and node.id not in run.records:
+            skip_node(node, run, "canceled")
+    if errors:
+        raise errors[0]
+    return BranchOutputs({node.id: outputs[node.id] for node in nodes}, base=value)
+
+
+async def _branch(
+    node: PlanNode,
+    value: Any,
+    run: RunState,
+    outputs: dict[str, Any],
+    errors: list[BaseException],
+    scope: anyio.CancelScope,
+) -> None:
+    try:
+        outputs[node.id] = await run_node(node, value, run)
+    except TripWire as tripwire:
+        errors.append(tripwire)
+        if run.cancel_on_tripwire:
+            scope.cancel()
+    except Exception as exc:
+        errors.append(exc)
+        scope.cancel()
+
+
+async def _run_inline(
+    nodes: tuple[PlanNode, ...],
+    inputs: list[Any],
+    run: RunState,
+    outputs: dict[str, Any],
+    errors: list[BaseException],
+) -> None:
+    """Branches that cannot suspend, in order: what a task group would do with them, minus its cost."""
+    for node, branch_input in zip(nodes, inputs, strict=True):
+        if errors and (run.cancel_on_tripwire or not isinstance(errors[0], TripWire)):
+            return
+        try:
+            outputs[node.id] = await run_node(node, branch_input, run)
+        except TripWire as tripwire:
+            errors.append(tripwire)
+        except Exception as exc:
+            errors.append(exc)
+
+
+def branch_decision(cases: Sequence[BranchCase], default: PlanNode | None) -> NodeCall:
+    """The call of a branch's decision node: the id of the first case whose condition holds.
+
+    Falls back to ``default``'s id, or ``None`` (the input then passes through unchanged).
+    """
+
+    async def decide(value: Any, run: RunState, node: PlanNode) -> str | None:
+        ctx: StepContext[Any] = StepContext(value, step_id=node.id, run=run)
+        for case in cases:
+            holds = case.condition(ctx)
+            if case.is_async or inspect.isawaitable(holds):
+                holds = await holds  # type: ignore[misc]
+            if holds:
+                return case.node.id
+        return default.id if default is not None else None
+
+    return decide
+
+
+async def _run_branch(stage: BranchStage, value: Any, run: RunState) -> Any:
+    chosen_id = await run_node(stage.node, value, run)
+    chosen: PlanNode | None = None
+    for node in stage.candidates:
+        if node.id == chosen_id:
+            chosen = node
+        else:
+            skip_node(node, run, "skipped")
+    return value if chosen is None else await run_node(chosen, value, run)

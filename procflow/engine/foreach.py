@@ -1,0 +1,93 @@
+"""``.foreach``: one node run once per item of a list, ``concurrency`` at a time, outputs in order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from time import perf_counter
+from typing import Any
+
+import anyio
+
+from procflow.engine.nodes import call_with_retry, end_record
+from procflow.engine.plan import ForeachStage, PlanNode
+from procflow.engine.records import StepRecord, WorkflowEvent
+from procflow.engine.run_state import RunState
+from procflow.errors import WorkflowRunError
+from procflow.messages.tripwire import TripWire
+
+__all__ = ["run_foreach"]
+
+
+async def run_foreach(stage: ForeachStage, value: Any, run: RunState) -> list[Any]:
+    """Run the stage's node on every item of ``value``; the outputs, in input order, are its output."""
+    node = stage.node
+    if run.emit is not None:
+        run.emit(WorkflowEvent("step-start", run.workflow_id, run.run_id, node.id))
+    record = StepRecord(node.id, "success", started_at=perf_counter(), attempts=0)
+    try:
+        if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
+            raise WorkflowRunError(
+                f".foreach needs a list, got a {type(value).__name__}; make the step before it return a list",
+                step_id=node.id,
+            )
+        items = list(value)
+        outputs: list[Any] = [None] * len(items)
+        if stage.concurrency <= 1 or len(items) <= 1:
+            for index, item in enumerate(items):
+                outputs[index] = await _call_item(node, item, run, record)
+        else:
+            await _foreach_concurrently(stage, items, outputs, run, record)
+    except TripWire as tripwire:
+        if tripwire.processor_id is None:
+            tripwire.processor_id = node.id
+        end_record(record, run, "tripwire", tripwire)
+        raise
+    except Exception as exc:
+        end_record(record, run, "failed", exc)
+        raise
+    except BaseException:
+        end_record(record, run, "canceled", None)
+        raise
+    record.output = outputs
+    end_record(record, run, "success", None)
+    return outputs
+
+
+async def _call_item(node: PlanNode, item: Any, run: RunState, record: StepRecord) -> Any:
+    if node.validate is not None:
+        item = node.validate(item)
+    if node.retry is None:
+        record.attempts += 1
+        return await node.call(item, run, node)
+    item_record = StepRecord(node.id, "success")
+    try:
+        return await call_with_retry(node, item, run, item_record)
+    finally:
+        record.attempts += item_record.attempts
+
+
+async def _foreach_concurrently(
+    stage: ForeachStage, items: list[Any], outputs: list[Any], run: RunState, record: StepRecord
+) -> None:
+    pending = iter(enumerate(items))
+    errors: list[BaseException] = []
+
+    async def worker(scope: anyio.CancelScope) -> None:
+        for index, item in pending:
+            try:
+                outputs[index] = await _call_item(stage.node, item, run, record)
+            except TripWire as tripwire:
+                errors.append(tripwire)
+                if run.cancel_on_tripwire:
+                    scope.cancel()
+                    return
+            except Exception as exc:
+                errors.append(exc)
+                scope.cancel()
+                return
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(min(stage.concurrency, len(items))):
+            tg.start_soon(worker, tg.cancel_scope)
+    if errors:
+        raise errors[0]

@@ -1,0 +1,115 @@
+"""Running one node: validate its input, call it with retries, and record how it ended."""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import Any
+
+import anyio
+
+from procflow._logging import is_tracing, log
+from procflow.engine.plan import PlanNode
+from procflow.engine.records import StepRecord, StepStatus, WorkflowEvent
+from procflow.engine.run_state import RunState
+from procflow.messages.tripwire import TripWire
+
+__all__ = ["call_with_retry", "end_record", "run_node", "skip_node"]
+
+
+async def run_node(node: PlanNode, value: Any, run: RunState) -> Any:
+    """Run one node: validate its input, call it (with retries), record the outcome; re-raise failures."""
+    if run.emit is not None:
+        run.emit(WorkflowEvent("step-start", run.workflow_id, run.run_id, node.id))
+    record = StepRecord(node.id, "success", started_at=perf_counter())
+    try:
+        if node.validate is not None:
+            value = node.validate(value)
+        if node.retry is None:
+            output = await node.call(value, run, node)
+        else:
+            output = await call_with_retry(node, value, run, record)
+    except TripWire as tripwire:
+        if tripwire.processor_id is None:
+            tripwire.processor_id = node.id
+        end_record(record, run, "tripwire", tripwire)
+        raise
+    except Exception as exc:
+        end_record(record, run, "failed", exc)
+        raise
+    except BaseException:
+        end_record(record, run, "canceled", None)
+        raise
+    record.output = output
+    end_record(record, run, "success", None)
+    return output
+
+
+def end_record(record: StepRecord, run: RunState, status: StepStatus, error: BaseException | None) -> None:
+    """Finish ``record`` with ``status``: store it on the run, log it when tracing, emit its event."""
+    record.status = status
+    record.ended_at = perf_counter()
+    if error is not None:
+        record.error = error
+        if isinstance(error, TripWire):
+            record.tripwire = error.info()
+        elif status == "failed":
+            log.warning(
+                "workflow_step_failed",
+                workflow_id=run.workflow_id,
+                step_id=record.step_id,
+                error=type(error).__name__,
+            )
+    if run.children:
+        record.nested = run.children.pop(record.step_id, None)
+    run.records[record.step_id] = record
+    if is_tracing():
+        log.info(
+            "step_finished",
+            workflow_id=run.workflow_id,
+            step_id=record.step_id,
+            status=status,
+            attempts=record.attempts,
+            duration_ms=round(record.duration_ms, 3),
+        )
+    if run.emit is not None:
+        run.emit(
+            WorkflowEvent(
+                "step-result",
+                run.workflow_id,
+                run.run_id,
+                record.step_id,
+                status=status,
+                duration_ms=record.duration_ms,
+                output=record.output,
+                error=error,
+            )
+        )
+
+
+def skip_node(node: PlanNode, run: RunState, status: StepStatus) -> None:
+    """Record a node that never ran (``skipped`` by a branch, or ``canceled`` before it started)."""
+    end_record(StepRecord(node.id, status), run, status, None)
+
+
+async def call_with_retry(node: PlanNode, value: Any, run: RunState, record: StepRecord) -> Any:
+    """Call ``node`` until it succeeds or its retry policy gives up; count attempts on ``record``."""
+    policy = node.retry
+    assert policy is not None
+    while True:
+        try:
+            return await node.call(value, run, node)
+        except Exception as exc:
+            if not policy.should_retry(exc, record.attempts):
+                raise
+            delay = policy.delay(record.attempts)
+            log.info(
+                "workflow_step_retry",
+                workflow_id=run.workflow_id,
+                step_id=node.id,
+                attempt=record.attempts,
+                delay_s=round(delay, 3),
+                error=type(exc).__name__,
+            )
+            if delay > 0:
+                await anyio.sleep(delay)
+            record.attempts += 1

@@ -1,0 +1,214 @@
+"""The compiled, immutable form of a workflow: nodes grouped into stages, run one stage after another.
+
+The DSL (:mod:`procflow.workflows`) turns each ``.then`` / ``.parallel`` / ``.branch`` / ``.map`` /
+``.foreach`` into one stage; :func:`procflow.engine.graph.compile_plan` validates the stages and adds the
+networkx graph. Every node of a stage depends on every node of the stage before it, so running stages
+in order runs each node after all its predecessors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from procflow.engine.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from procflow.engine.run_state import RunState, StepContext
+
+__all__ = [
+    "BranchCase",
+    "BranchOutputs",
+    "BranchStage",
+    "ForeachStage",
+    "NodeCall",
+    "NodeKind",
+    "ParallelStage",
+    "PlanNode",
+    "SelectionKind",
+    "SingleStage",
+    "Stage",
+    "WorkflowPlan",
+    "stage_contains",
+    "stage_nodes",
+]
+
+NodeKind = Literal["processor", "step", "workflow", "map", "branch", "foreach"]
+"""What a node is: a processor step, a plain step, a nested workflow, an implicit ``.map`` or
+``.branch`` decision node, or a step run once per item by ``.foreach``."""
+
+SelectionKind = Literal["select", "merge", "function"]
+"""How a ``map`` node picks its output: ``select(step_id)``, ``merge_branches()``, or any function."""
+
+NodeCall: TypeAlias = "Callable[[Any, RunState, PlanNode], Awaitable[Any]]"
+"""How the executor calls a node: ``await call(input_value, run_state, node)`` returns its output."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanNode:
+    """One node of the plan.
+
+    Attributes:
+        id: The step id (``processor:<id>`` for processor steps; ``map:<n>`` / ``branch:<n>`` for
+            implicit ones, ``n`` being the stage's position).
+        kind: What the node is.
+        call: Runs the node (a branch decision node's call returns the id of the case to run).
+        input_schema: The type or pydantic model the node accepts (``Any`` accepts everything).
+        output_schema: The type or model the node returns.
+        validate: Checks and converts the input before the call (``None``: nothing to check).
+        retry: The node's retry policy, or ``None`` for a single attempt.
+        label: A short human-readable label for pictures.
+        description: The step's description, if it has one.
+        processor: The wrapped processor, for processor nodes.
+        selection: For ``map`` nodes, how the output is picked.
+        references: Step ids a ``map`` node reads (``select`` names one).
+        subplan: A nested workflow's own plan.
+        source: The DSL object the node was made from.
+        inline: Given the input, whether calling the node can never suspend (plain ``def`` hooks, no
+            retry delay). When every branch of a parallel block is inline, the branches cannot
+            interleave anyway, so they run one after another without a task group (same results,
+            statuses and cancellation, a fraction of the cost).
+    """
+
+    id: str
+    kind: NodeKind
+    call: NodeCall
+    input_schema: Any = Any
+    output_schema: Any = Any
+    validate: Callable[[Any], Any] | None = None
+    retry: RetryPolicy | None = None
+    label: str = ""
+    description: str | None = None
+    processor: Any = None
+    selection: SelectionKind | None = None
+    references: tuple[str, ...] = ()
+    subplan: WorkflowPlan | None = None
+    source: Any = None
+    inline: Callable[[Any], bool] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SingleStage:
+    """One node run on the previous stage's output (``.then``, ``.map``)."""
+
+    node: PlanNode
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelStage:
+    """Nodes run concurrently, each on its own copy of the input; the output maps step id to output."""
+
+    group_id: str
+    nodes: tuple[PlanNode, ...]
+    keep_original: int | None = None
+    """Index of the branch that may work on the input itself rather than a copy (the one a following
+    ``select`` keeps), or ``None``. Used only when no branch can be interrupted (see ``PlanNode.inline``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BranchCase:
+    """One ``(condition, step)`` pair of a ``.branch``."""
+
+    condition: Callable[[StepContext[Any]], bool | Awaitable[bool]]
+    is_async: bool
+    name: str
+    node: PlanNode
+
+
+@dataclass(frozen=True, slots=True)
+class BranchStage:
+    """A decision node and its cases: the first case whose condition holds runs, the others are skipped.
+
+    With no match, ``default`` runs if given; otherwise the input passes through unchanged.
+    """
+
+    node: PlanNode
+    cases: tuple[BranchCase, ...]
+    default: PlanNode | None = None
+
+    @property
+    def candidates(self) -> tuple[PlanNode, ...]:
+        """Every node that may run, cases first, then the default."""
+        nodes = tuple(case.node for case in self.cases)
+        return (*nodes, self.default) if self.default is not None else nodes
+
+
+@dataclass(frozen=True, slots=True)
+class ForeachStage:
+    """One node run once per item of a list input, at most ``concurrency`` at a time, outputs in order."""
+
+    node: PlanNode
+    concurrency: int = 1
+
+
+Stage: TypeAlias = SingleStage | ParallelStage | BranchStage | ForeachStage
+"""Any stage of a plan."""
+
+
+class BranchOutputs(dict[str, Any]):
+    """What the step after a ``.parallel`` receives: each branch's output by step id.
+
+    A plain ``dict`` (in branch order) that also remembers ``base``, the value the parallel block
+    received, so ``merge_branches()`` can tell what each branch changed.
+    """
+
+    __slots__ = ("base",)
+
+    def __init__(self, outputs: Mapping[str, Any] = {}, *, base: Any = None) -> None:
+        super().__init__(outputs)
+        self.base = base
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowPlan:
+    """A validated workflow: its stages in order, the graph they form, and its settings.
+
+    Attributes:
+        id: The workflow id.
+        stages: The stages, run in order.
+        graph: The frozen networkx ``DiGraph`` of the nodes (edges from each stage to the next).
+        input_schema: What the workflow accepts.
+        output_schema: What it returns.
+        validate_input: Checks the run's input (``None``: nothing to check).
+        retry: The default retry policy the DSL gave steps without their own.
+        cancel_on_tripwire: Whether a tripwire in one branch cancels its running siblings.
+        description: The workflow's description.
+        nodes: Every node by id, in definition order.
+    """
+
+    id: str
+    stages: tuple[Stage, ...]
+    graph: nx.DiGraph
+    input_schema: Any = Any
+    output_schema: Any = Any
+    validate_input: Callable[[Any], Any] | None = None
+    retry: RetryPolicy | None = None
+    cancel_on_tripwire: bool = True
+    description: str | None = None
+    nodes: Mapping[str, PlanNode] = field(default_factory=dict)
+
+    def stage_index(self, step_id: str) -> int:
+        """Position of the stage holding ``step_id`` (a parallel block's group id counts too)."""
+        for index, stage in enumerate(self.stages):
+            if stage_contains(stage, step_id):
+                return index
+        raise KeyError(step_id)
+
+
+def stage_nodes(stage: Stage) -> tuple[PlanNode, ...]:
+    """Every node of a stage, in definition order."""
+    if isinstance(stage, SingleStage | ForeachStage):
+        return (stage.node,)
+    if isinstance(stage, ParallelStage):
+        return stage.nodes
+    return (stage.node, *stage.candidates)
+
+
+def stage_contains(stage: Stage, step_id: str) -> bool:
+    """Whether ``step_id`` names the stage (its group id) or one of its nodes."""
+    if isinstance(stage, ParallelStage) and stage.group_id == step_id:
+        return True
+    return any(node.id == step_id for node in stage_nodes(stage))
