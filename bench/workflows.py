@@ -1,0 +1,154 @@
+"""Workflow engine: a 10-step chain and a 4-way parallel block against direct awaits and a bare task group."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+
+from bench._harness import Row, time_async
+from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext
+from procflow.messages import MessageList
+from procflow.processors import ProcessInputArgs
+from procflow.workflows import ProcessorStepSchema, create_step, create_workflow, select
+
+SIZES = {"full": (1000, 7), "tiny": (10, 2)}
+
+
+class AsyncTrivial:
+    def __init__(self, index: int) -> None:
+        self.id = f"trivial-{index}"
+
+    async def process_input(self, args: ProcessInputArgs) -> None:
+        return None
+
+
+class SyncTrivial:
+    def __init__(self, index: int) -> None:
+        self.id = f"sync-trivial-{index}"
+
+    def process_input(self, args: ProcessInputArgs) -> None:
+        return None
+
+
+def _processor_workflow(wid: str, processors: list[Any], *, parallel: bool) -> Any:
+    builder = create_workflow(id=wid, input_schema=ProcessorStepSchema, output_schema=ProcessorStepSchema)
+    if parallel:
+        return (
+            builder.parallel([create_step(p) for p in processors])
+            .map(select(f"processor:{processors[0].id}"))
+            .commit()
+        )
+    for processor in processors:
+        builder = builder.then(create_step(processor))
+    return builder.commit()
+
+
+def _runner(processor: Any) -> PhaseRunner:
+    return PhaseRunner(ProcessorPipeline.build([processor]), RunContext(message_list=MessageList(["hello"])))
+
+
+async def bench_chain(size: str) -> list[Row]:
+    """10 trivial processor steps in sequence, run as an input processor, vs 10 direct awaits."""
+    number, repeat = SIZES[size]
+    processors = [AsyncTrivial(i) for i in range(10)]
+    runner = _runner(_processor_workflow("chain", processors, parallel=False))
+    fns = [p.process_input for p in processors]
+
+    async def direct() -> None:
+        for fn in fns:
+            await fn(None)  # type: ignore[arg-type]
+
+    base = await time_async(direct, number=number, repeat=repeat)
+    run = await time_async(runner.run_input, number=number, repeat=repeat)
+    per_step = (run.median - base.median) / 10 * 1e6
+    return [
+        Row(
+            "workflows",
+            "10-step sequential workflow as an input processor: added cost per step",
+            per_step,
+            "µs",
+            baseline=base.median * 1e6,
+            baseline_name="10 direct awaits (µs)",
+            ratio=run.median / base.median,
+            budget="info (plain-chain budget: ≤ 3 µs per processor)",
+            passed=None,
+            spread=run.spread,
+        )
+    ]
+
+
+async def bench_parallel(size: str) -> list[Row]:
+    """A 4-way parallel block of trivial processor steps vs a bare anyio task group of 4 trivial tasks."""
+    number, repeat = SIZES[size]
+
+    async def trivial() -> None:
+        return None
+
+    async def bare_group() -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(trivial)
+
+    base = await time_async(bare_group, number=number, repeat=repeat)
+    rows = []
+    for label, kind in (("async", AsyncTrivial), ("def", SyncTrivial)):
+        processors = [kind(i) for i in range(4)]
+        runner = _runner(_processor_workflow(f"fan-{label}", processors, parallel=True))
+        run = await time_async(runner.run_input, number=number, repeat=repeat)
+        ratio = run.median / base.median
+        rows.append(
+            Row(
+                "workflows",
+                f"4-way parallel block of trivial processor steps ({label} hooks) + select",
+                run.median * 1e6,
+                "µs",
+                baseline=base.median * 1e6,
+                baseline_name="bare anyio task group, 4 tasks (µs)",
+                ratio=ratio,
+                budget="≤ 1.5× the task-group floor",
+                passed=ratio <= 1.5,
+                spread=run.spread,
+            )
+        )
+    return rows
+
+
+async def bench_sleeping_branches(size: str) -> list[Row]:
+    """4 parallel branches that each wait 50 ms: wall time of the whole run."""
+    _, repeat = SIZES[size]
+
+    def sleeper(index: int) -> Any:
+        async def execute(ctx: Any) -> int:
+            await anyio.sleep(0.05)
+            return index
+
+        return create_step(id=f"sleep-{index}", execute=execute)
+
+    workflow = create_workflow(id="sleepers").parallel([sleeper(i) for i in range(4)]).commit()
+    walls = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = await workflow.run(None)
+        walls.append(time.perf_counter() - start)
+        assert result.status == "success"
+    wall_ms = sorted(walls)[len(walls) // 2] * 1000
+    return [
+        Row(
+            "workflows",
+            "4 parallel branches each waiting 50 ms: wall time",
+            wall_ms,
+            "ms",
+            baseline=50.0,
+            baseline_name="one 50 ms wait (ms)",
+            ratio=wall_ms / 50.0,
+            budget="≤ 60 ms wall",
+            passed=wall_ms <= 60.0,
+        )
+    ]
+
+
+async def run(size: str = "full") -> list[Row]:
+    """All workflow rows."""
+    return [*(await bench_chain(size)), *(await bench_parallel(size)), *(await bench_sleeping_branches(size))]
