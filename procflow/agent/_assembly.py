@@ -34,6 +34,8 @@ PrepareStep: TypeAlias = Callable[[ProcessInputStepArgs], Any]
 """``prepare_step(args)``: a ``process_input_step`` hook as a plain function (sync or async)."""
 
 _LLM_HOOKS = ("process_llm_request", "process_llm_response")
+_PREFILL_HANDLER = PrefillErrorHandler()
+"""Shared by every request: the handler keeps its per-request data in ``args.state``."""
 _ERROR_HOOKS = ("process_api_error",)
 
 
@@ -118,7 +120,7 @@ async def build_pipelines(
     if prepare_step is not None:
         inputs.append(PrepareStepProcessor(prepare_step))
     if not any(isinstance(p, PrefillErrorHandler) for p in errors):
-        errors.append(PrefillErrorHandler())
+        errors.append(_PREFILL_HANDLER)
     return RequestPipelines(
         input=ProcessorPipeline.build(inputs),
         output=ProcessorPipeline.build(outputs),

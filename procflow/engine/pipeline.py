@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,11 @@ from procflow.errors import ConfigurationError
 from procflow.processors.base import HOOK_NAMES, AbortFn, HookName, Processor, make_abort
 
 __all__ = ["BoundHook", "ProcessorPipeline", "processor_id_of"]
+
+_CACHE_SIZE = 512
+_cache: OrderedDict[tuple[int, ...], ProcessorPipeline] = OrderedDict()
+"""Pipelines built recently, keyed by the identities of their processors. A cached pipeline holds its
+processors, so while an entry exists no other object can reuse one of its ids."""
 
 
 def processor_id_of(processor: object) -> str:
@@ -58,7 +64,25 @@ class ProcessorPipeline:
 
     @classmethod
     def build(cls, processors: Sequence[Processor | Any]) -> ProcessorPipeline:
-        """Resolve hooks for ``processors``; raise :class:`ConfigurationError` on bad entries."""
+        """Resolve hooks for ``processors``; raise :class:`ConfigurationError` on bad entries.
+
+        Agents build their pipelines on every request, so the result for one list of processor
+        objects is remembered (hooks are looked up when a list is first seen; a processor whose hook
+        methods are replaced afterwards keeps its first binding).
+        """
+        key = tuple(id(p) for p in processors)
+        cached = _cache.get(key)
+        if cached is not None:
+            _cache.move_to_end(key)
+            return cached
+        pipeline = cls._build(processors)
+        _cache[key] = pipeline
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+        return pipeline
+
+    @classmethod
+    def _build(cls, processors: Sequence[Processor | Any]) -> ProcessorPipeline:
         seen: dict[str, int] = {}
         for index, processor in enumerate(processors):
             pid = processor_id_of(processor)
