@@ -28,11 +28,22 @@ from procflow.processors.base import (
     SignalSender,
     ViolationCallback,
     make_abort,
+    notify_violation,
 )
 from procflow.processors.batch_parts import BatchPartsProcessor
 from procflow.processors.compat_rules import DEFAULT_COMPAT_RULES, CompatRule, MessageMend, PromptRewrite
 from procflow.processors.prefill_error_handler import PrefillErrorHandler
 from procflow.processors.provider_history_compat import ProviderHistoryCompat
+from procflow.processors.regex_filter import (
+    RegexFilterProcessor,
+    RegexPhase,
+    RegexPreset,
+    RegexRedaction,
+    RegexRedactionDetail,
+    RegexRule,
+    RegexStrategy,
+    RegexStreamRedactor,
+)
 from procflow.processors.stream_error_retry import (
     ErrorMatcher,
     StreamErrorRetryProcessor,
@@ -83,6 +94,14 @@ __all__ = [
     "ProcessorViolation",
     "PromptRewrite",
     "ProviderHistoryCompat",
+    "RegexFilterProcessor",
+    "RegexPhase",
+    "RegexPreset",
+    "RegexRedaction",
+    "RegexRedactionDetail",
+    "RegexRule",
+    "RegexStrategy",
+    "RegexStreamRedactor",
     "SignalSender",
     "StreamErrorRetryProcessor",
     "StreamResult",
@@ -96,6 +115,7 @@ __all__ = [
     "ViolationCallback",
     "is_auth_error",
     "make_abort",
+    "notify_violation",
     "transient_kind",
     "truncate_to_tokens",
 ]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
 
+from procflow._logging import log
 from procflow.messages.message import Message
 from procflow.messages.tripwire import TripWire
 
@@ -19,6 +21,7 @@ __all__ = [
     "SignalSender",
     "ViolationCallback",
     "make_abort",
+    "notify_violation",
 ]
 
 HookName = Literal[
@@ -77,6 +80,23 @@ class SignalSender(Protocol):
         tag_name: str = "system-reminder",
         transient: bool = False,
     ) -> Message: ...
+
+
+async def notify_violation(processor: object, violation: ProcessorViolation) -> None:
+    """Call ``processor.on_violation(violation)`` if set; await it if async; swallow and log its errors.
+
+    The runner calls it for tripwires; processors call it themselves to report what they changed
+    (a redaction, say) — an unavailable audit sink must never fail the request.
+    """
+    callback = getattr(processor, "on_violation", None)
+    if not callable(callback):
+        return
+    try:
+        outcome = callback(violation)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception as exc:
+        log.warning("on_violation_failed", processor_id=violation.processor_id, error=repr(exc))
 
 
 def make_abort(processor_id: str) -> AbortFn:

@@ -1,0 +1,95 @@
+"""The chunks a stream holds back while their text may still be part of a match, released in order."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from procflow.messages.chunk import Chunk
+from procflow.processors._regex_match import Region
+from procflow.processors._regex_stream import Release, StreamScanner
+
+__all__ = ["ChunkQueue", "Emitted"]
+
+
+@dataclass(slots=True)
+class _Segment:
+    """Held text ``[start, end)`` of the stream text, from text-delta chunks with this payload."""
+
+    start: int
+    end: int
+    payload: dict[str, Any]
+
+
+Emitted = tuple[Chunk, list[tuple[Region, int, str]]]
+"""An output chunk and the regions replaced in it: (region, index in the chunk's text, replacement)."""
+
+
+class ChunkQueue:
+    """The text-delta and text-start/end chunks a stream holds back, released in their order."""
+
+    __slots__ = ("items", "scanner")
+
+    def __init__(self, scanner: StreamScanner) -> None:
+        self.scanner = scanner
+        self.items: deque[_Segment | tuple[int, Chunk]] = deque()
+
+    def add_text(self, chunk: Chunk, text: str, batch: int) -> Release | None:
+        """Hold ``text`` (from ``chunk``) and feed it to the scanner; return what a scan released."""
+        scanner = self.scanner
+        start = scanner.base + len(scanner.buf)
+        end = start + len(text)
+        last = self.items[-1] if self.items else None
+        if type(last) is _Segment and last.end == start and last.payload.get("id") == chunk.payload.get("id"):
+            last.end = end
+        else:
+            self.items.append(_Segment(start, end, chunk.payload))
+        return scanner.feed(text, batch)
+
+    def add_marker(self, chunk: Chunk) -> None:
+        """Hold a text-start/text-end chunk at the current position of the text."""
+        self.items.append((self.scanner.end, chunk))
+
+    def release(self, release: Release, replacements: list[str]) -> list[Emitted]:
+        """Output chunks for ``release`` (its regions replaced by ``replacements``), markers in place."""
+        out: list[Emitted] = []
+        text, origin, regions = release.text, release.start, release.regions
+        cut = origin + len(text)
+        index = 0
+        skip_to = origin
+        items = self.items
+        while items:
+            item = items[0]
+            if type(item) is tuple:
+                if item[0] > cut:
+                    break
+                out.append((item[1], []))
+                items.popleft()
+                continue
+            assert isinstance(item, _Segment)
+            if item.start >= cut:
+                break
+            stop = min(item.end, cut)
+            pieces: list[str] = []
+            replaced: list[tuple[Region, int, str]] = []
+            pos = max(item.start, skip_to)
+            while index < len(regions) and origin + regions[index].start < stop:
+                region = regions[index]
+                begin = origin + region.start
+                if begin > pos:
+                    pieces.append(text[pos - origin : begin - origin])
+                pieces.append(replacements[index])
+                replaced.append((region, begin - item.start, replacements[index]))
+                pos = skip_to = origin + region.end
+                index += 1
+            if pos < stop:
+                pieces.append(text[pos - origin : stop - origin])
+            piece = "".join(pieces)
+            if piece:
+                out.append((Chunk("text-delta", {**item.payload, "text": piece}), replaced))
+            if item.end > cut:
+                item.start = cut
+                break
+            items.popleft()
+        return out

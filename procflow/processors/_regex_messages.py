@@ -1,0 +1,95 @@
+"""Checking every text a message carries: its text parts and its flattened ``content.content``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from procflow.messages.message import Message
+from procflow.messages.parts import TextPart
+from procflow.processors._regex_match import Hit, merge_hits
+from procflow.processors._regex_report import (
+    REDACTED_MATCH,
+    RegexRedactionDetail,
+    RegexTextPhase,
+    apply_regions,
+)
+
+__all__ = ["MessageCheck"]
+
+
+@dataclass(slots=True)
+class MessageCheck:
+    """One pass over the messages of a phase.
+
+    Attributes:
+        find: Returns the hits in a text.
+        phase: The hook, for reports.
+        redact: Replace matches (else only record them in ``found``, for ``block``/``warn``).
+        report: Build a redaction detail per redacted text (only when someone listens).
+        include_values: Put redacted values in the report.
+        found: Tripwire-style match entries (``block``/``warn``).
+        details: Redaction details, one per redacted part or flattened text.
+    """
+
+    find: Callable[[str], list[Hit]]
+    phase: RegexTextPhase
+    redact: bool
+    report: bool
+    include_values: bool
+    found: list[dict[str, Any]] = field(default_factory=list)
+    details: list[RegexRedactionDetail] = field(default_factory=list)
+
+    def message(self, message: Message) -> Message:
+        """The message with its texts redacted (the same object when nothing changed)."""
+        content = message.content
+        parts: list[Any] | None = None
+        for index, part in enumerate(content.parts):
+            if not isinstance(part, TextPart) or not part.text:
+                continue
+            new_text = self.text(part.text, message.id, index)
+            if new_text is not None:
+                parts = parts if parts is not None else list(content.parts)
+                parts[index] = part.model_copy(update={"text": new_text})
+        new_fallback = self.text(content.content, message.id, None) if content.content else None
+        if parts is None and new_fallback is None:
+            return message
+        update: dict[str, Any] = {}
+        if parts is not None:
+            update["parts"] = parts
+        if new_fallback is not None:
+            update["content"] = new_fallback
+        return message.model_copy(update={"content": content.model_copy(update=update)})
+
+    def text(self, text: str, message_id: str, part_index: int | None) -> str | None:
+        """The redacted text, or ``None`` when it is unchanged (or only recorded)."""
+        hits = self.find(text)
+        if not hits:
+            return None
+        if not self.redact:
+            for hit in sorted(hits, key=lambda hit: hit[0]):
+                entry = {
+                    "rule": hit[2].name,
+                    "match": REDACTED_MATCH,
+                    "index": hit[0],
+                    "message_id": message_id,
+                }
+                if part_index is not None:
+                    entry["part_index"] = part_index
+                self.found.append(entry)
+            return None
+        new_text, entries = apply_regions(
+            text, merge_hits(hits), report=self.report, include_values=self.include_values
+        )
+        if self.report:
+            detail: RegexRedactionDetail = {
+                "strategy": "redact",
+                "phase": self.phase,
+                "message_id": message_id,
+                "redactions": entries,
+            }
+            if part_index is not None:
+                detail["part_index"] = part_index
+            self.details.append(detail)
+        return new_text

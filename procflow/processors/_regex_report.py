@@ -1,0 +1,94 @@
+"""What :class:`RegexFilterProcessor` reports: redaction details for ``on_violation``, tripwire matches."""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+from procflow.processors._regex_match import Region
+
+__all__ = [
+    "REDACTED_MATCH",
+    "RegexPhase",
+    "RegexRedaction",
+    "RegexRedactionDetail",
+    "RegexStrategy",
+    "RegexTextPhase",
+    "apply_regions",
+    "redaction_entry",
+]
+
+RegexStrategy = Literal["block", "redact", "warn"]
+"""What happens on a match: stop with a tripwire, replace the match, or log and pass it."""
+
+RegexPhase = Literal["input", "output", "all"]
+"""Where the filter applies: input messages, the output stream and result, or both."""
+
+RegexTextPhase = Literal["process_input", "process_output_stream", "process_output_result"]
+"""The hook that redacted a text, as named in a :class:`RegexRedactionDetail`."""
+
+REDACTED_MATCH = "[REDACTED_MATCH]"
+"""What tripwire metadata shows instead of a matched value."""
+
+
+class RegexRedaction(TypedDict):
+    """One redacted span, offsets relative to the text of the message part or stream chunk.
+
+    ``overlapping_rules`` is set only when several matches were merged into the span; ``value`` only
+    when the processor was built with ``include_redacted_values=True``.
+    """
+
+    rule: str
+    index: int
+    length: int
+    replacement: str
+    overlapping_rules: NotRequired[list[str]]
+    value: NotRequired[str]
+
+
+class RegexRedactionDetail(TypedDict):
+    """``ProcessorViolation.detail`` for a redaction report (the ``block`` strategy reports its tripwire
+    metadata instead: ``processor_id``, ``matches``, ``strategy``).
+
+    ``message_id`` is absent for stream chunks; ``part_index`` (the index in the message's parts, which
+    include non-text parts) is absent for the flattened ``content.content`` text and for stream chunks.
+    """
+
+    strategy: Literal["redact"]
+    phase: RegexTextPhase
+    message_id: NotRequired[str]
+    part_index: NotRequired[int]
+    redactions: list[RegexRedaction]
+
+
+def redaction_entry(region: Region, index: int, replacement: str, value: str | None) -> RegexRedaction:
+    """The report entry of one replaced region."""
+    entry: RegexRedaction = {
+        "rule": region.chosen.name,
+        "index": index,
+        "length": region.end - region.start,
+        "replacement": replacement,
+    }
+    if len(region.hits) > 1:
+        entry["overlapping_rules"] = region.rule_names
+    if value is not None:
+        entry["value"] = value
+    return entry
+
+
+def apply_regions(
+    text: str, regions: list[Region], *, report: bool, include_values: bool
+) -> tuple[str, list[RegexRedaction]]:
+    """Replace each region of ``text``; also return the report entries when ``report``."""
+    pieces: list[str] = []
+    entries: list[RegexRedaction] = []
+    last = 0
+    for region in regions:
+        replacement = region.replacement(text)
+        pieces.append(text[last : region.start])
+        pieces.append(replacement)
+        if report:
+            value = text[region.start : region.end] if include_values else None
+            entries.append(redaction_entry(region, region.start, replacement, value))
+        last = region.end
+    pieces.append(text[last:])
+    return "".join(pieces), entries

@@ -1,0 +1,281 @@
+"""Incremental matching over a stream of text: release what is final, hold back what may still match.
+
+The scanner keeps the text not yet released, plus some context before it for look-behinds. Once enough
+text is pending it runs the rules whose needles occur in it, each from where its whole-text search would
+go on, and releases everything up to the first position where a match may still be in progress — never
+through a region of merged matches. Where a match may be in progress comes from partial matching
+(custom rules), the built-in patterns' tails, and the last word (a built-in match in progress with none
+of its needles yet lies within it).
+
+A rule holds text back for at most its window (``stream_carryover_size``, or a built-in pattern's
+longest match). Past that the oldest text is released anyway and the rule goes on searching from where
+its match began, so the rest of an over-long match is still redacted when it completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from procflow.processors._regex_match import (
+    Hit,
+    OpenScan,
+    Region,
+    accept_pending,
+    merge_hits,
+    scan_final,
+    scan_open,
+)
+from procflow.processors._regex_rules import CompiledRule, NeedleIndex
+
+__all__ = ["RegexStreamRedactor", "Release", "StreamScanner"]
+
+_TOKEN_REACH = 65
+"""The longest start of a built-in match that holds none of its needles (an email's local part)."""
+
+
+@dataclass(slots=True)
+class Release:
+    """Text a scan lets go of.
+
+    Attributes:
+        start: Offset of ``text`` in the whole stream text.
+        text: The original text released.
+        regions: The regions to replace, with offsets relative to ``text``.
+    """
+
+    start: int
+    text: str
+    regions: list[Region]
+
+
+class StreamScanner:
+    """Matches the rules incrementally over text pushed piece by piece."""
+
+    __slots__ = (
+        "_context",
+        "_max_anchor",
+        "_needles",
+        "_rules",
+        "_tail",
+        "_window",
+        "base",
+        "buf",
+        "emit",
+        "resume",
+    )
+
+    def __init__(
+        self, rules: Sequence[CompiledRule], *, window: int, needles: NeedleIndex | None = None
+    ) -> None:
+        self._rules = tuple(rules)
+        self._needles = needles if needles is not None else NeedleIndex(self._rules)
+        self._tail = any(rule.needles for rule in self._rules)
+        self._window = window
+        self._context = max(window, 64)
+        self._max_anchor = {rule.order: max(8 * max(window, rule.max_hold), 4096) for rule in self._rules}
+        self.buf = ""
+        self.base = 0
+        self.emit = 0
+        self.resume: dict[int, int] = {}
+
+    @property
+    def pending(self) -> int:
+        """Characters pushed but not released yet."""
+        return self.base + len(self.buf) - self.emit
+
+    @property
+    def end(self) -> int:
+        """Characters pushed so far."""
+        return self.base + len(self.buf)
+
+    def feed(self, text: str, batch: int) -> Release | None:
+        """Append ``text``; once ``batch`` characters are pending, scan and return what is released."""
+        self.buf += text
+        if self.base + len(self.buf) - self.emit < batch:
+            return None
+        return self.scan(final=False)
+
+    def _trim(self) -> None:
+        """Drop context no rule can look at any more."""
+        keep = self.emit - self._context
+        if self.resume:
+            keep = min(keep, *self.resume.values())
+        drop = keep - self.base
+        if drop > 0:
+            self.buf = self.buf[drop:]
+            self.base += drop
+
+    def scan(self, *, final: bool) -> Release:
+        """Release what is settled (everything when ``final``: the text has ended)."""
+        self._trim()
+        buf, base = self.buf, self.base
+        n = len(buf)
+        emit = self.emit - base
+        hits: list[Hit] = []
+        anchors: dict[int, int] = {}
+        hold = n
+        rules, tails = self._needles.select(buf, emit)
+        resume = self.resume
+        if resume:
+            behind = [r for r in self._rules if r.order in resume and resume[r.order] < base + emit]
+            if behind:
+                rules = sorted({*rules, *behind}, key=_order)
+        token_reach = _TOKEN_REACH
+        for rule in rules:
+            at = resume.get(rule.order) if resume else None
+            start = emit if at is None else at - base
+            if final:
+                hits.extend(scan_final(rule, buf, start))
+                continue
+            if rule.quick and rule.rx.search(buf, start, n) is None:
+                if rule.tail is None:
+                    token_reach = max(token_reach, rule.max_hold)
+                continue
+            found = scan_open(rule, buf, start, self._window, self._needles)
+            hits.extend(found.hits)
+            if found.hold is not None:
+                hold = min(hold, self._hold(rule, buf, found, hits, anchors))
+            if rule.tail is None and not rule.custom and not rule.partial_tail:
+                token_reach = max(token_reach, rule.max_hold)
+        if not final:
+            for tail, reach in tails:
+                if type(tail) is str:
+                    hold = min(hold, max(len(buf.rstrip(tail)), emit, n - reach))
+                    continue
+                match = tail.search(buf, max(emit, n - reach))
+                if match is not None:
+                    hold = min(hold, match.start())
+            if self._tail:
+                hold = min(hold, _last_word(buf, max(emit, n - token_reach)))
+        if not hits:
+            cut = n if final else max(hold, emit)
+            self._resume(anchors, [], base, cut)
+            self.emit = base + cut
+            return Release(base + emit, buf[emit:cut], [])
+        hits = [_clip(hit, emit) for hit in hits if hit[1] > emit]
+        regions = merge_hits(hits)
+        cut = n if final else _cut_before(regions, max(hold, emit))
+        released = [r for r in regions if r.end <= cut]
+        self._resume(anchors, hits, base, cut)
+        self.emit = base + cut
+        for region in released:
+            region.start -= emit
+            region.end -= emit
+            region.hits = [
+                (s - emit, e - emit, rule, ms - emit, me - emit) for s, e, rule, ms, me in region.hits
+            ]
+        return Release(base + emit, buf[emit:cut], released)
+
+    def _resume(self, anchors: dict[int, int], hits: list[Hit], base: int, cut: int) -> None:
+        """Where each rule's search goes on next time, when not at the release point.
+
+        Before it: a match in progress that had to be released partly (``anchors``), or a match whose
+        redacted part lies past the release point; after it: the end of a released match.
+        """
+        if not anchors and not hits and not self.resume:
+            return
+        resume: dict[int, int] = {}
+        for order, at in anchors.items():
+            if base + cut - self._max_anchor[order] <= at < base + cut:
+                resume[order] = at
+        for _, end, rule, match_start, match_end in hits:
+            if end <= cut:
+                if match_end > cut:
+                    resume[rule.order] = max(resume.get(rule.order, 0), base + match_end)
+            elif match_start < cut:
+                resume[rule.order] = min(resume.get(rule.order, base + cut), base + match_start)
+        for order, at in self.resume.items():
+            if at > base + cut and order not in resume:
+                resume[order] = at
+        self.resume = resume
+
+    def _hold(
+        self, rule: CompiledRule, buf: str, found: OpenScan, hits: list[Hit], anchors: dict[int, int]
+    ) -> int:
+        """Where ``rule`` holds the text back: from its open match, at most its window."""
+        at = found.hold
+        assert at is not None
+        anchors[rule.order] = self.base + at
+        limit = max(self._window, rule.max_hold)
+        if len(buf) - at <= limit:
+            return at
+        if found.pending is None:
+            return len(buf) - limit
+        hit = accept_pending(rule, buf, found.pending)
+        if hit is not None:
+            hits.append(hit)
+        return int(found.pending.end())
+
+
+def _last_word(buf: str, low: int) -> int:
+    """Where the last word of ``buf[low:]`` starts (``len(buf)`` when it ends with a blank).
+
+    Splitting at spaces, tabs and newlines only may start the word earlier than at any blank: safe.
+    """
+    n = len(buf)
+    if n == low or buf[-1].isspace():
+        return n
+    return max(buf.rfind(" ", low), buf.rfind("\n", low), buf.rfind("\t", low), low - 1) + 1
+
+
+def _order(rule: CompiledRule) -> int:
+    return rule.order
+
+
+def _clip(hit: Hit, emit: int) -> Hit:
+    """A hit of a match that began before the release point keeps only its part after it."""
+    return hit if hit[0] >= emit else (emit, hit[1], hit[2], hit[3], hit[4])
+
+
+def _cut_before(regions: list[Region], cut: int) -> int:
+    """Move ``cut`` back to the start of a region it would split."""
+    for region in regions:
+        if region.start < cut < region.end:
+            return region.start
+        if region.start >= cut:
+            break
+    return cut
+
+
+class RegexStreamRedactor:
+    """Redacts text that arrives in pieces, exactly as if it had been redacted whole.
+
+    ``feed()`` returns the redacted text that is safe to release so far (possibly ``""``); ``close()``
+    returns the rest once the text has ended. Text is released once ``window`` characters are pending,
+    up to where a match may still be in progress.
+    """
+
+    __slots__ = ("_batch", "_scanner")
+
+    def __init__(
+        self, rules: Sequence[CompiledRule], *, window: int, needles: NeedleIndex | None = None
+    ) -> None:
+        self._scanner = StreamScanner(rules, window=window, needles=needles)
+        self._batch = window
+
+    def feed(self, text: str) -> str:
+        """Add ``text``; return the redacted text released by it."""
+        scanner = self._scanner
+        scanner.buf += text
+        if scanner.base + len(scanner.buf) - scanner.emit < self._batch:
+            return ""
+        return _redacted(scanner.scan(final=False))
+
+    def close(self) -> str:
+        """End the text; return everything still held, redacted."""
+        return _redacted(self._scanner.scan(final=True))
+
+
+def _redacted(release: Release) -> str:
+    if not release.regions:
+        return release.text
+    pieces: list[str] = []
+    last = 0
+    text = release.text
+    for region in release.regions:
+        pieces.append(text[last : region.start])
+        pieces.append(region.replacement(text))
+        last = region.end
+    pieces.append(text[last:])
+    return "".join(pieces)

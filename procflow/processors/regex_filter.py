@@ -1,0 +1,375 @@
+"""RegexFilterProcessor: block, redact or flag text by regular expressions, with no model call.
+
+Every text a message carries is checked — its text parts and its flattened ``content.content`` — and
+in streams a match split across chunks (or across text blocks) is seen whole: redaction holds back
+only the text where a match may still be in progress. See ``docs/concepts/streaming-redaction.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
+
+from procflow._logging import log
+from procflow.errors import ConfigurationError, PatternTimeoutError
+from procflow.messages.chunk import Chunk
+from procflow.messages.message import Message
+from procflow.processors._regex_chunks import ChunkQueue
+from procflow.processors._regex_match import Hit, merge_hits, scan_final
+from procflow.processors._regex_messages import MessageCheck
+from procflow.processors._regex_presets import PRESET_NAMES, PresetName, preset_patterns
+from procflow.processors._regex_report import (
+    REDACTED_MATCH,
+    RegexPhase,
+    RegexRedaction,
+    RegexRedactionDetail,
+    RegexStrategy,
+    RegexTextPhase,
+    apply_regions,
+    redaction_entry,
+)
+from procflow.processors._regex_rules import (
+    DEFAULT_TIMEOUT,
+    CompiledRule,
+    NeedleIndex,
+    RegexRule,
+    compile_preset,
+    compile_rule,
+)
+from procflow.processors._regex_stream import RegexStreamRedactor, Release, StreamScanner
+from procflow.processors.args import (
+    ProcessInputArgs,
+    ProcessorArgs,
+    ProcessOutputResultArgs,
+    ProcessOutputStreamArgs,
+    StreamResult,
+)
+from procflow.processors.base import ProcessorViolation, ViolationCallback, notify_violation
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "RegexFilterProcessor",
+    "RegexPhase",
+    "RegexPreset",
+    "RegexRedaction",
+    "RegexRedactionDetail",
+    "RegexRule",
+    "RegexStrategy",
+    "RegexStreamRedactor",
+]
+
+RegexPreset = PresetName
+"""A built-in rule set: ``"pii"``, ``"secrets"`` or ``"urls"``."""
+
+_STRATEGIES = ("block", "redact", "warn")
+_PHASES = ("input", "output", "all")
+_STATE_KEY = "regex_filter.stream"
+
+
+class _Stream:
+    """Per-request stream state, kept in ``args.state`` (processors are shared across requests)."""
+
+    __slots__ = ("queue", "scanner")
+
+    def __init__(self, scanner: StreamScanner) -> None:
+        self.scanner = scanner
+        self.queue = ChunkQueue(scanner)
+
+
+class RegexFilterProcessor:
+    """Filters message text with regular expressions: ``block`` (tripwire), ``redact`` or ``warn``.
+
+    Args:
+        rules: Custom rules: :class:`RegexRule` objects or mappings ``{"name", "pattern", "replacement"}``.
+        presets: Built-in rule sets: ``"pii"`` (emails, phone numbers, SSNs, credit cards), ``"secrets"``
+            (API keys, bearer tokens, AWS keys, private keys), ``"urls"`` (HTTP/HTTPS URLs).
+        strategy: ``"block"`` (default) stops with a tripwire (``retry=False``); ``"redact"`` replaces
+            matches; ``"warn"`` logs a warning and passes content unchanged.
+        phase: ``"input"`` (input messages), ``"output"`` (the output stream and result) or ``"all"``.
+        include_redacted_values: Put the redacted text in each redaction report entry (off by default:
+            those values are exactly the data being removed).
+        stream_carryover_size: Characters of streamed text held back (default 128): text is checked
+            and released once this many are pending, and a custom rule holds back at most this many
+            while a match may be in progress (built-in presets hold up to their own longest match, such
+            as a private-key block). Raise it for custom rules with longer matches.
+        id: Processor id (default ``"regex-filter"``); give another to use two filters in one pipeline.
+
+    Raises:
+        ConfigurationError: No rule and no preset, an unknown preset/strategy/phase, an invalid rule or
+            pattern, or a ``stream_carryover_size`` that is not a positive integer.
+    """
+
+    name = "Regex Filter"
+    description = "Blocks, redacts or flags text matching regular expressions (no model call)."
+    process_data_parts = False
+
+    def __init__(
+        self,
+        *,
+        rules: Sequence[RegexRule | Mapping[str, Any]] | None = None,
+        presets: Sequence[RegexPreset] | None = None,
+        strategy: RegexStrategy = "block",
+        phase: RegexPhase = "all",
+        include_redacted_values: bool = False,
+        stream_carryover_size: int = 128,
+        id: str = "regex-filter",
+    ) -> None:
+        if strategy not in _STRATEGIES:
+            raise ConfigurationError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
+        if phase not in _PHASES:
+            raise ConfigurationError(f"phase must be one of {_PHASES}, got {phase!r}")
+        size = stream_carryover_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigurationError(
+                f"stream_carryover_size must be a positive integer (characters), got {size!r}"
+            )
+        self.id = id
+        self.strategy: RegexStrategy = strategy
+        self.phase: RegexPhase = phase
+        self.include_redacted_values = include_redacted_values
+        self.stream_carryover_size = size
+        self.rules = tuple(_as_rule(rule) for rule in rules or ())
+        self.presets = tuple(_check_preset(name) for name in presets or ())
+        if not self.rules and not self.presets:
+            raise ConfigurationError(
+                "RegexFilterProcessor needs at least one rule or preset, e.g. presets=['pii'] or "
+                "rules=[RegexRule('internal-id', r'INTERNAL-\\d{6}')]"
+            )
+        self.on_violation: ViolationCallback | None = None
+        compiled = [compile_rule(rule, index) for index, rule in enumerate(self.rules)]
+        for name in dict.fromkeys(self.presets):
+            compiled.extend(compile_preset(p, len(compiled)) for p in preset_patterns(name))
+        self._rules: tuple[CompiledRule, ...] = tuple(compiled)
+        self._needles = NeedleIndex(self._rules)
+        self._batch = size
+
+    def __repr__(self) -> str:
+        return (
+            f"RegexFilterProcessor(id={self.id!r}, presets={list(self.presets)}, rules={len(self.rules)}, "
+            f"strategy={self.strategy!r}, phase={self.phase!r})"
+        )
+
+    # --- whole texts -------------------------------------------------------------------------------
+
+    def redact(self, text: str) -> str:
+        """Return ``text`` with every match replaced, whatever the strategy (no report, no tripwire)."""
+        hits = self._find(text)
+        if not hits:
+            return text
+        return apply_regions(text, merge_hits(hits), report=False, include_values=False)[0]
+
+    def stream_redactor(self) -> RegexStreamRedactor:
+        """A redactor for text arriving in pieces: ``feed(piece)`` returns what is safe to release,
+        ``close()`` the rest; the pieces joined equal :meth:`redact` of the whole text."""
+        return RegexStreamRedactor(self._rules, window=self.stream_carryover_size, needles=self._needles)
+
+    def _find(self, text: str) -> list[Hit]:
+        hits: list[Hit] = []
+        for rule in self._needles.select(text)[0]:
+            hits.extend(scan_final(rule, text, 0))
+        return hits
+
+    async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
+        """Check the input messages; block, redact or warn. Skipped when ``phase="output"``."""
+        if self.phase == "output":
+            return None
+        return await self._check_messages(args.messages, "process_input", args)
+
+    async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
+        """Check the response messages (and the result text). Skipped when ``phase="input"``."""
+        if self.phase == "input":
+            return None
+        extra = args.result.text
+        hits = self._find(extra) if extra else []
+        if hits and self.strategy == "redact":
+            args.result.text = apply_regions(extra, merge_hits(hits), report=False, include_values=False)[0]
+        return await self._check_messages(args.messages, "process_output_result", args, extra_hits=hits)
+
+    async def _check_messages(
+        self,
+        messages: list[Message],
+        phase: RegexTextPhase,
+        args: ProcessorArgs,
+        *,
+        extra_hits: list[Hit] | None = None,
+    ) -> list[Message] | None:
+        check = MessageCheck(
+            find=self._find,
+            phase=phase,
+            redact=self.strategy == "redact",
+            report=self.on_violation is not None and self.strategy == "redact",
+            include_values=self.include_redacted_values,
+        )
+        out = [check.message(message) for message in messages]
+        found = check.found
+        if not found and extra_hits and self.strategy != "redact":
+            found = [{"rule": hit[2].name, "match": REDACTED_MATCH, "index": hit[0]} for hit in extra_hits]
+        if found and self.strategy == "block":
+            self._block(args, found)
+        if found and self.strategy == "warn":
+            _warn(self.id, phase, [entry["rule"] for entry in found])
+        for detail in check.details:
+            await self._report(detail)
+        changed = any(new is not old for new, old in zip(out, messages, strict=True))
+        return out if changed else None
+
+    def _block(self, args: ProcessorArgs, matches: list[dict[str, Any]]) -> None:
+        rules = ", ".join(dict.fromkeys(str(entry["rule"]) for entry in matches))
+        args.abort(
+            f"Content blocked by {self.name}: matched {rules}",
+            retry=False,
+            metadata={"processor_id": self.id, "matches": matches, "strategy": "block"},
+        )
+
+    async def _report(self, detail: RegexRedactionDetail) -> None:
+        count = len(detail["redactions"])
+        rules = ", ".join(dict.fromkeys(entry["rule"] for entry in detail["redactions"]))
+        await notify_violation(
+            self,
+            ProcessorViolation(
+                processor_id=self.id, message=f"Redacted {count} match(es): {rules}", detail=dict(detail)
+            ),
+        )
+
+    # --- streams -----------------------------------------------------------------------------------
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        """Check streamed text, holding back only text where a match may still be in progress.
+
+        Non-text chunks pass untouched, after the held text is released (text-start/text-end chunks
+        wait in place with the text: text split across text blocks is checked as one text). A custom
+        rule that times out stops the stream with a tripwire: the runner would let the chunk through.
+        """
+        try:
+            return await self._on_chunk(args)
+        except PatternTimeoutError as exc:
+            self._timed_out(args, exc)
+
+    async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
+        """End of stream: release the held text, checked as final."""
+        stream: _Stream | None = args.state.get(_STATE_KEY)
+        if stream is None or self.phase == "input":
+            return None
+        try:
+            return await self._finish(stream, args)
+        except PatternTimeoutError as exc:
+            self._timed_out(args, exc)
+
+    def _timed_out(self, args: ProcessorArgs, exc: PatternTimeoutError) -> NoReturn:
+        args.abort(
+            f"Content blocked by {self.name}: rule {exc.rule!r} timed out, the text could not be checked",
+            retry=False,
+            metadata={
+                "processor_id": self.id,
+                "strategy": self.strategy,
+                "error": "pattern_timeout",
+                "rule": exc.rule,
+            },
+        )
+
+    async def _on_chunk(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        chunk = args.part
+        if self.phase == "input":
+            return chunk
+        kind = chunk.type
+        stream: _Stream | None = args.state.get(_STATE_KEY)
+        if kind == "text-delta":
+            text = chunk.payload.get("text")
+            if not isinstance(text, str) or not text:
+                return chunk
+            if stream is None:
+                stream = args.state[_STATE_KEY] = self._new_stream()
+            if self.strategy == "warn":
+                release = stream.scanner.feed(text, self._batch)
+                if release is not None:
+                    self._warn_release(release)
+                return chunk
+            release = stream.queue.add_text(chunk, text, self._batch)
+            if release is None:
+                return None
+            return await self._release(stream, release, args)
+        if stream is None:
+            return chunk
+        if kind == "text-start" or kind == "text-end":
+            if not stream.queue.items:
+                return chunk
+            stream.queue.add_marker(chunk)
+            return None
+        out = await self._finish(stream, args)
+        out.append(chunk)
+        return out
+
+    def _new_stream(self) -> _Stream:
+        return _Stream(StreamScanner(self._rules, window=self.stream_carryover_size, needles=self._needles))
+
+    async def _finish(self, stream: _Stream, args: ProcessorArgs) -> list[Chunk]:
+        del args.state[_STATE_KEY]
+        if not stream.scanner.pending and not stream.queue.items:
+            return []
+        release = stream.scanner.scan(final=True)
+        if self.strategy == "warn":
+            self._warn_release(release)
+            return []
+        return await self._release(stream, release, args)
+
+    async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> list[Chunk]:
+        regions = release.regions
+        if not regions:
+            return [emitted[0] for emitted in stream.queue.release(release, [])]
+        if self.strategy == "block":
+            matches = [
+                {"rule": hit[2].name, "match": REDACTED_MATCH, "index": release.start + hit[0]}
+                for region in regions
+                for hit in region.hits
+            ]
+            self._block(args, matches)
+        replacements = [region.replacement(release.text) for region in regions]
+        emitted = stream.queue.release(release, replacements)
+        if self.on_violation is not None:
+            for _, replaced in emitted:
+                if replaced:
+                    await self._report(self._chunk_detail(release, replaced))
+        return [emitted[0] for emitted in emitted]
+
+    def _chunk_detail(self, release: Release, replaced: list[Any]) -> RegexRedactionDetail:
+        entries: list[RegexRedaction] = []
+        for region, index, replacement in replaced:
+            value = release.text[region.start : region.end] if self.include_redacted_values else None
+            entries.append(redaction_entry(region, index, replacement, value))
+        return {"strategy": "redact", "phase": "process_output_stream", "redactions": entries}
+
+    def _warn_release(self, release: Release) -> None:
+        if release.regions:
+            names = [hit[2].name for region in release.regions for hit in region.hits]
+            _warn(self.id, "process_output_stream", names)
+
+
+def _warn(processor_id: str, phase: RegexTextPhase, rules: list[str]) -> None:
+    log.warning(
+        "regex_filter_match",
+        processor_id=processor_id,
+        phase=phase,
+        rules=sorted(set(rules)),
+        matches=len(rules),
+    )
+
+
+def _as_rule(rule: RegexRule | Mapping[str, Any]) -> RegexRule:
+    if isinstance(rule, RegexRule):
+        return rule
+    if isinstance(rule, Mapping):
+        unknown = set(rule) - {"name", "pattern", "replacement", "timeout", "validate"}
+        if unknown or "name" not in rule or "pattern" not in rule:
+            raise ConfigurationError(
+                f"a rule mapping needs 'name' and 'pattern' (optional: 'replacement', 'timeout', "
+                f"'validate'); got keys {sorted(rule)}"
+            )
+        return RegexRule(**rule)
+    raise ConfigurationError(f"rules must be RegexRule objects or mappings, not {type(rule).__name__}")
+
+
+def _check_preset(name: str) -> PresetName:
+    for known in PRESET_NAMES:
+        if name == known:
+            return known
+    raise ConfigurationError(f"unknown preset {name!r}; choose from {list(PRESET_NAMES)}")
