@@ -13,7 +13,15 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/procflow run examples/data/conversations.jsonl -o out/conversations.jsonl --report out/report.json
+	@echo "Processed conversations: out/conversations.jsonl   summary as JSON: out/report.json"
+	@if command -v dot >/dev/null 2>&1; then \
+		$(BIN)/procflow graph examples/pipeline.py:pipeline --format svg -o out/pipeline.svg && \
+		echo "Example workflow drawn: out/pipeline.svg"; \
+	else \
+		echo "Example workflow (Mermaid; install Graphviz for SVG):"; \
+		$(BIN)/procflow graph examples/pipeline.py:pipeline; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check procflow tests bench examples
@@ -23,7 +31,8 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m coverage run -m pytest -q
+	$(BIN)/python -m coverage report --include='procflow/messages/*,procflow/engine/*,procflow/processors/*' --skip-covered --sort=cover | tail -n 15
 
 test: lint types pytest
 
