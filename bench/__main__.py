@@ -25,6 +25,7 @@ MODULES = [
     "langgraph_peer",
     "regex_filter",
     "agent_stream",
+    "mastra_peer",
     "memory",
     "token_limiter",
     "providers",
@@ -96,8 +97,8 @@ async def main_async(size: str, only: list[str], out: Path) -> dict[str, Any]:
         print(f"… {name}", file=sys.stderr, flush=True)
         try:
             rows.extend(await run_module(name, size))
-        except ModuleNotFoundError as exc:
-            print(f"  skipped {name}: {exc}", file=sys.stderr)
+        except Exception as exc:  # one broken or unavailable benchmark must not stop the others
+            print(f"  skipped {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
     print(markdown(rows))
     payload = {
         "size": size,

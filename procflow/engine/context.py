@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +12,7 @@ from procflow.messages.request_context import RequestContext
 from procflow.messages.signals import validate_xml_name
 from procflow.messages.tripwire import TripWire
 from procflow.messages.writer import StreamWriter
-from procflow.processors.base import ProcessorViolation, SignalSender
+from procflow.processors.base import ProcessorViolation, SignalSender, notify_violation
 
 __all__ = ["RunContext", "notify_violation", "report_tripwire"]
 
@@ -56,7 +55,7 @@ class RunContext:
         return state
 
     def signal_sender(self, processor_id: str) -> SignalSender:
-        """Return the ``send_signal`` function for ``processor_id``'s hooks (one per processor and request)."""
+        """The ``send_signal`` function for ``processor_id``'s hooks (one per processor per request)."""
         sender = self._senders.get(processor_id)
         if sender is None:
             sender = self._senders[processor_id] = self._make_sender(processor_id)
@@ -82,19 +81,6 @@ class RunContext:
             return message_list.add_signal(contents, signal=info, key=f"{processor_id}:{tag_name}:{type}")
 
         return send_signal
-
-
-async def notify_violation(processor: Any, violation: ProcessorViolation) -> None:
-    """Call ``processor.on_violation(violation)`` if set; await it if async; swallow and log its errors."""
-    callback = getattr(processor, "on_violation", None)
-    if not callable(callback):
-        return
-    try:
-        outcome = callback(violation)
-        if inspect.isawaitable(outcome):
-            await outcome
-    except Exception as exc:
-        log.warning("on_violation_failed", processor_id=violation.processor_id, error=repr(exc))
 
 
 async def report_tripwire(processor: Any, processor_id: str, tripwire: TripWire) -> None:
