@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from time import perf_counter
 from typing import Any
 
 import anyio
 
-from procflow.engine.nodes import call_with_retry, end_record
+from procflow.engine.nodes import call_with_retry, recorded
 from procflow.engine.plan import ForeachStage, PlanNode
-from procflow.engine.records import StepRecord, WorkflowEvent
+from procflow.engine.records import StepRecord
 from procflow.engine.run_state import RunState
 from procflow.errors import WorkflowRunError
 from procflow.messages.tripwire import TripWire
@@ -21,10 +20,7 @@ __all__ = ["run_foreach"]
 async def run_foreach(stage: ForeachStage, value: Any, run: RunState) -> list[Any]:
     """Run the stage's node on every item of ``value``; the outputs, in input order, are its output."""
     node = stage.node
-    if run.emit is not None:
-        run.emit(WorkflowEvent("step-start", run.workflow_id, run.run_id, node.id))
-    record = StepRecord(node.id, "success", started_at=perf_counter(), attempts=0)
-    try:
+    with recorded(node, run, attempts=0) as record:
         if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
             raise WorkflowRunError(
                 f".foreach needs a list, got a {type(value).__name__}; make the step before it return a list",
@@ -37,19 +33,7 @@ async def run_foreach(stage: ForeachStage, value: Any, run: RunState) -> list[An
                 outputs[index] = await _call_item(node, item, run, record)
         else:
             await _foreach_concurrently(stage, items, outputs, run, record)
-    except TripWire as tripwire:
-        if tripwire.processor_id is None:
-            tripwire.processor_id = node.id
-        end_record(record, run, "tripwire", tripwire)
-        raise
-    except Exception as exc:
-        end_record(record, run, "failed", exc)
-        raise
-    except BaseException:
-        end_record(record, run, "canceled", None)
-        raise
-    record.output = outputs
-    end_record(record, run, "success", None)
+        record.output = outputs
     return outputs
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from time import perf_counter
 from typing import Any
 
@@ -13,21 +15,20 @@ from procflow.engine.records import StepRecord, StepStatus, WorkflowEvent
 from procflow.engine.run_state import RunState
 from procflow.messages.tripwire import TripWire
 
-__all__ = ["call_with_retry", "end_record", "run_node", "skip_node"]
+__all__ = ["call_with_retry", "end_record", "recorded", "run_node", "skip_node"]
 
 
-async def run_node(node: PlanNode, value: Any, run: RunState) -> Any:
-    """Run one node: validate its input, call it (with retries), record the outcome; re-raise failures."""
+@contextmanager
+def recorded(node: PlanNode, run: RunState, *, attempts: int = 1) -> Iterator[StepRecord]:
+    """Emit ``step-start``, then record how the body ended: tripwire, failed, canceled or success.
+
+    The body sets ``record.output``; every exception is re-raised after it is recorded.
+    """
     if run.emit is not None:
         run.emit(WorkflowEvent("step-start", run.workflow_id, run.run_id, node.id))
-    record = StepRecord(node.id, "success", started_at=perf_counter())
+    record = StepRecord(node.id, "success", started_at=perf_counter(), attempts=attempts)
     try:
-        if node.validate is not None:
-            value = node.validate(value)
-        if node.retry is None:
-            output = await node.call(value, run, node)
-        else:
-            output = await call_with_retry(node, value, run, record)
+        yield record
     except TripWire as tripwire:
         if tripwire.processor_id is None:
             tripwire.processor_id = node.id
@@ -39,9 +40,19 @@ async def run_node(node: PlanNode, value: Any, run: RunState) -> Any:
     except BaseException:
         end_record(record, run, "canceled", None)
         raise
-    record.output = output
     end_record(record, run, "success", None)
-    return output
+
+
+async def run_node(node: PlanNode, value: Any, run: RunState) -> Any:
+    """Run one node: validate its input, call it (with retries), record the outcome; re-raise failures."""
+    with recorded(node, run) as record:
+        if node.validate is not None:
+            value = node.validate(value)
+        if node.retry is None:
+            record.output = await node.call(value, run, node)
+        else:
+            record.output = await call_with_retry(node, value, run, record)
+    return record.output
 
 
 def end_record(record: StepRecord, run: RunState, status: StepStatus, error: BaseException | None) -> None:
