@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from procflow.errors import APICallError, InvalidResponseError
 from procflow.messages.chunk import Chunk
 from procflow.messages.results import FinishReason, Usage
 from procflow.models._anthropic_wire import stop_reason, usage_from
-from procflow.models._errors import api_error_from_body, parse_args
+from procflow.models._errors import api_error_from_body, parse_args, read_stream_event
 
 __all__ = ["AnthropicStreamState"]
 
@@ -51,23 +50,7 @@ class AnthropicStreamState:
 
     def feed(self, data: str) -> list[Chunk]:
         """Return the chunks one SSE ``data`` field yields."""
-        try:
-            event = json.loads(data)
-        except ValueError as exc:
-            raise InvalidResponseError(
-                f"anthropic sent malformed JSON in a stream event: {exc}; received {data[:200]!r}",
-                provider=_PROVIDER,
-                body=data,
-            ) from exc
-        try:
-            return self._read(event)
-        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-            raise InvalidResponseError(
-                f"anthropic sent a stream event without the expected fields ({type(exc).__name__}: {exc}): "
-                f"{data[:200]!r}",
-                provider=_PROVIDER,
-                body=data,
-            ) from exc
+        return read_stream_event(data, self._read, provider=_PROVIDER)
 
     def _read(self, event: dict[str, Any]) -> list[Chunk]:
         kind = event["type"]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
 from procflow.errors import APICallError, InvalidResponseError
+
+T = TypeVar("T")
 
 __all__ = [
     "api_error_from_body",
@@ -16,6 +18,7 @@ __all__ = [
     "api_error_from_transport",
     "parse_args",
     "parse_json",
+    "read_stream_event",
     "status_for_error_type",
 ]
 
@@ -149,6 +152,21 @@ def parse_json(text: str | bytes, *, provider: str, what: str) -> Any:
             f"{provider} sent malformed JSON in {what}: {exc}; received {snippet!r}",
             provider=provider,
             body=text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
+        ) from exc
+
+
+def read_stream_event(data: str, read: Callable[[Any], T], *, provider: str) -> T:
+    """Parse one SSE ``data`` field and hand it to ``read``; malformed JSON or missing fields raise
+    :class:`InvalidResponseError` naming the provider and quoting what arrived."""
+    event = parse_json(data, provider=provider, what="a stream event")
+    try:
+        return read(event)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise InvalidResponseError(
+            f"{provider} sent a stream event without the expected fields ({type(exc).__name__}: {exc}): "
+            f"{_shorten(data)!r}",
+            provider=provider,
+            body=data,
         ) from exc
 
 

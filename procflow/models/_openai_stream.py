@@ -8,7 +8,7 @@ from typing import Any
 from procflow.errors import APICallError, InvalidResponseError
 from procflow.messages.chunk import Chunk
 from procflow.messages.results import FinishReason, Usage
-from procflow.models._errors import api_error_from_body, parse_args
+from procflow.models._errors import api_error_from_body, parse_args, read_stream_event
 from procflow.models._openai_wire import finish_reason, usage_from
 
 __all__ = ["OpenAIStreamState"]
@@ -60,23 +60,7 @@ class OpenAIStreamState:
         if data == "[DONE]":
             self._done = True
             return _NO_CHUNKS
-        try:
-            event = json.loads(data)
-        except ValueError as exc:
-            raise InvalidResponseError(
-                f"{self._provider} sent malformed JSON in a stream event: {exc}; received {data[:200]!r}",
-                provider=self._provider,
-                body=data,
-            ) from exc
-        try:
-            return self._read(event)
-        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-            raise InvalidResponseError(
-                f"{self._provider} sent a stream event without the expected fields "
-                f"({type(exc).__name__}: {exc}): {data[:200]!r}",
-                provider=self._provider,
-                body=data,
-            ) from exc
+        return read_stream_event(data, self._read, provider=self._provider)
 
     def _read(self, event: dict[str, Any]) -> list[Chunk]:
         if "error" in event and not event.get("choices"):
