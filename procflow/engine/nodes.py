@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from time import perf_counter
 from typing import Any
 
@@ -18,29 +16,38 @@ from procflow.messages.tripwire import TripWire
 __all__ = ["call_with_retry", "end_record", "recorded", "run_node", "skip_node"]
 
 
-@contextmanager
-def recorded(node: PlanNode, run: RunState, *, attempts: int = 1) -> Iterator[StepRecord]:
+class recorded:  # noqa: N801 - used like a function: ``with recorded(node, run) as record:``
     """Emit ``step-start``, then record how the body ended: tripwire, failed, canceled or success.
 
-    The body sets ``record.output``; every exception is re-raised after it is recorded.
+    The body sets ``record.output``; every exception is re-raised after it is recorded. A class rather
+    than ``@contextmanager``: it sits on every node's path and a generator costs ~1.5 µs more per step.
     """
-    if run.emit is not None:
-        run.emit(WorkflowEvent("step-start", run.workflow_id, run.run_id, node.id))
-    record = StepRecord(node.id, "success", started_at=perf_counter(), attempts=attempts)
-    try:
-        yield record
-    except TripWire as tripwire:
-        if tripwire.processor_id is None:
-            tripwire.processor_id = node.id
-        end_record(record, run, "tripwire", tripwire)
-        raise
-    except Exception as exc:
-        end_record(record, run, "failed", exc)
-        raise
-    except BaseException:
-        end_record(record, run, "canceled", None)
-        raise
-    end_record(record, run, "success", None)
+
+    __slots__ = ("node", "record", "run")
+
+    def __init__(self, node: PlanNode, run: RunState, *, attempts: int = 1) -> None:
+        self.node = node
+        self.run = run
+        self.record = StepRecord(node.id, "success", started_at=0.0, attempts=attempts)
+
+    def __enter__(self) -> StepRecord:
+        run = self.run
+        if run.emit is not None:
+            run.emit(WorkflowEvent("step-start", run.workflow_id, run.run_id, self.node.id))
+        self.record.started_at = perf_counter()
+        return self.record
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
+        if error is None:
+            end_record(self.record, self.run, "success", None)
+        elif isinstance(error, TripWire):
+            if error.processor_id is None:
+                error.processor_id = self.node.id
+            end_record(self.record, self.run, "tripwire", error)
+        elif isinstance(error, Exception):
+            end_record(self.record, self.run, "failed", error)
+        else:
+            end_record(self.record, self.run, "canceled", None)
 
 
 async def run_node(node: PlanNode, value: Any, run: RunState) -> Any:
