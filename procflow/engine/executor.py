@@ -208,8 +208,11 @@ async def _run_parallel(stage: ParallelStage, value: Any, run: RunState) -> Bran
         await _run_inline(nodes, inputs, run, outputs, errors)
     else:
         async with anyio.create_task_group() as tg:
-            for node, branch_input in zip(nodes, inputs, strict=True):
+            # The first branch runs in this task, inside the group's scope: one task fewer to spawn,
+            # the same cancellation (a sibling's tripwire cancels it like any other branch).
+            for node, branch_input in zip(nodes[1:], inputs[1:], strict=True):
                 tg.start_soon(_branch, node, branch_input, run, outputs, errors, tg.cancel_scope)
+            await _branch(nodes[0], inputs[0], run, outputs, errors, tg.cancel_scope)
     for node in nodes:
         if node.id not in outputs and node.id not in run.records:
             skip_node(node, run, "canceled")
