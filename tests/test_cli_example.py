@@ -14,6 +14,7 @@ SECRETS_AND_PII = [
     "4111 1111 1111 1111",
     "jordan.lee@example.com",
     "+44 20 7946 0958",
+    "07700 900123",
     "nb_live_4f9a7c2e8d1b6a3f5e0c9d8b7a6f5e4d",
     "eyJhbGciOiJIUzI1NiJ9",
     "josé.garcía@ejemplo.es",

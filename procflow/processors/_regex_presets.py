@@ -8,7 +8,8 @@ a letter TLD for emails) — precision matters as much as recall: a guard that f
 gets switched off.
 
 A public rule name (``phone``, ``api-key``…) may be backed by several patterns; each pattern is searched
-on its own, like a user rule, so a rejected candidate never hides a valid one that overlaps it.
+on its own, like a user rule, so a rejected candidate never hides a valid one that overlaps it. The phone
+shapes, and why bare digit runs need a phone word before them, are in ``_regex_phones``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
+
+from procflow.processors import _regex_phones as phones
 
 __all__ = [
     "DIGITS",
@@ -88,7 +91,7 @@ class SuffixChars:
     chars: str
 
 
-_DIGITS_TAIL = SuffixChars("0123456789 .()+-")
+_DIGITS_TAIL = SuffixChars("0123456789 .()+-/")
 _ASSIGNED_TAIL = r"[:=][ \t]{0,3}[\"']?[A-Za-z0-9_\-+/.~]*={0,3}"
 _FLAG_TAIL = r"--[A-Za-z-]{0,20}(?:=|[ \t]{1,3})?[\"']?[A-Za-z0-9_\-+/.~]*={0,3}"
 _BEARER_TAIL = r"(?i:bearer)[ \t]{1,3}[A-Za-z0-9\-._~+/]*={0,3}"
@@ -142,13 +145,6 @@ def ssn_ok(text: str) -> bool:
     return area != 0 and area != 666 and area < 900 and digits[3:5] != "00" and digits[5:] != "0000"
 
 
-def _digit_count(low: int, high: int) -> Validator:
-    def check(text: str) -> bool:
-        return low <= len(_digits(text)) <= high
-
-    return check
-
-
 def email_ok(text: str) -> bool:
     """An email: a domain of at most 253 characters, labels of at most 63, a TLD of 2+ letters."""
     domain = text.rpartition("@")[2]
@@ -193,30 +189,36 @@ def trim_dots(text: str, start: int, end: int) -> int:
 # --- pii ----------------------------------------------------------------------------------------------
 
 _EMAIL = r"[\w.%+-](?<![\w.%+-][\w.%+-])[\w.%+-]{0,63}+@[^\W_][\w-]*+(?:\.[^\W_][\w-]*+)++"
-_PHONE_INTL = r"\+(?<![\w+]\+)[0-9]{1,3}+(?:[ .-]?+(?:\([0-9]{1,4}+\)|[0-9]{1,5}+)){1,6}+(?!\w)"
-_PHONE_NANP = (
-    r"[0-9](?<![\w#+.-][0-9])(?:[0-9]{2}[ .-]|(?<=1)[ .-](?:\([0-9]{3}\) ?+|[0-9]{3}[ .-]))"
-    r"[0-9]{3}[ .-][0-9]{4}(?!\w|[.-][0-9])"
-)
-_PHONE_NANP_PAREN = r"\((?<![\w#+.-]\()[0-9]{3}\) ?+[0-9]{3}[ .-][0-9]{4}(?!\w|[.-][0-9])"
-_PHONE_TRUNK = (
-    r"0(?<![\w#+.-]0)[1-9][0-9]{0,3}+(?P<sep>[ .-])[0-9]{2,4}+(?:(?P=sep)[0-9]{2,4}+){1,4}+(?!\w|[.-][0-9])"
-)
 _SSN = r"[0-9](?<![\w-][0-9])[0-9]{2}(?P<sep>[- ])[0-9]{2}(?P=sep)[0-9]{4}(?!\w|-[0-9])"
-_CARD = (
+_CARD = (  # bare runs from 8 digits: the same search finds the bare phone numbers (see _BARE_PHONE)
     r"[0-9](?<!\w[0-9])"
-    r"(?:[0-9]{11,18}+"
+    r"(?:[0-9]{7,18}+"
     r"|[0-9]{3}(?P<sep>[ -])[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{1,4}+"
     r"|[0-9]{3}(?P<sep2>[ -])[0-9]{6}(?P=sep2)[0-9]{4,5}+)(?!\w)"
+)
+
+
+def _phone_not_card(text: str) -> bool:
+    """A digit run after a phone word that is not a valid card number (those stay cards)."""
+    return phones.bare_phone_ok(text) and not card_ok(text)
+
+
+_BARE_PHONE = PresetPattern(
+    "phone",
+    "",
+    "[PHONE]",
+    validate=_phone_not_card,
+    trim=phones.bare_phone_end,
+    context=phones.BARE_CONTEXT,
 )
 
 _PII = (
     PresetPattern("email", _EMAIL, "[EMAIL]", validate=email_ok, needles=("@",), max_hold=330),
     PresetPattern(
         "phone",
-        _PHONE_INTL,
+        phones.INTL,
         "[PHONE]",
-        validate=_digit_count(8, 15),
+        validate=phones.intl_phone_ok,
         needles=("+",),
         needle_re=r"\+[0-9]",
         max_hold=64,
@@ -224,30 +226,31 @@ _PII = (
     ),
     PresetPattern(
         "phone",
-        _PHONE_NANP,
+        phones.PAREN,
         "[PHONE]",
-        needles=(DIGITS,),
-        needle_re=r"[0-9]{3}[ .-][0-9]{4}",
-        max_hold=32,
-        tail=_DIGITS_TAIL,
-    ),
-    PresetPattern(
-        "phone",
-        _PHONE_NANP_PAREN,
-        "[PHONE]",
+        validate=phones.paren_phone_ok,
         needles=("(",),
+        needle_re=r"\([0-9+]",
+        max_hold=64,
+        tail=_DIGITS_TAIL,
+    ),
+    PresetPattern(
+        "phone",
+        phones.NANP,
+        "[PHONE]",
+        needles=(DIGITS,),
         needle_re=r"[0-9]{3}[ .-][0-9]{4}",
         max_hold=32,
         tail=_DIGITS_TAIL,
     ),
     PresetPattern(
         "phone",
-        _PHONE_TRUNK,
+        phones.TRUNK,
         "[PHONE]",
-        validate=_digit_count(9, 12),
+        validate=phones.national_phone_ok,
         needles=(DIGITS,),
-        needle_re=r"[0-9][ .-][0-9]{2}",
-        max_hold=32,
+        needle_re=r"[0-9][ ./-][0-9]{2}",
+        max_hold=48,
         tail=_DIGITS_TAIL,
     ),
     PresetPattern(
@@ -269,6 +272,7 @@ _PII = (
         needle_re=r"[0-9]{4}[ -]?[0-9]{4}",
         max_hold=32,
         tail=_DIGITS_TAIL,
+        variants=(_BARE_PHONE,),
     ),
 )
 
