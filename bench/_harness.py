@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Row", "Timing", "time_async", "time_sync"]
+__all__ = ["Row", "Timing", "summarize", "time_async", "time_sync"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,8 @@ class Row:
         return asdict(self)
 
 
-def _summary(samples: list[float]) -> Timing:
+def summarize(samples: list[float]) -> Timing:
+    """Median and spread of per-iteration samples measured by hand (e.g. interleaved with a baseline)."""
     median = statistics.median(samples)
     spread = (max(samples) - min(samples)) / median if median else 0.0
     return Timing(median, spread, len(samples))
@@ -58,7 +59,7 @@ def time_sync(fn: Callable[[], Any], *, number: int, repeat: int = 7, warmup: in
         for _ in range(number):
             fn()
         samples.append((time.perf_counter() - start) / number)
-    return _summary(samples)
+    return summarize(samples)
 
 
 async def time_async(
@@ -74,4 +75,4 @@ async def time_async(
         for _ in range(number):
             await fn()
         samples.append((time.perf_counter() - start) / number)
-    return _summary(samples)
+    return summarize(samples)

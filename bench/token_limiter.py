@@ -9,12 +9,13 @@ Baselines, measured in the same process:
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import time
 from typing import Any
 
-from bench._harness import time_async, time_sync
+from bench._harness import summarize, time_async, time_sync
 from procflow.engine import RunContext
 from procflow.messages import Message, MessageContent, MessageList, Prompt, TextPart, ToolInvocationPart
 from procflow.messages.prompt import PromptReasoning, PromptText, PromptToolCall, PromptToolResult
@@ -140,8 +141,19 @@ async def bench_trim(size: str) -> list[dict[str, Any]]:
     async def next_step() -> None:
         await limiter.process_llm_request(_args(limiter, ml, fresh.pop(), warm_state))
 
-    base = time_sync(floor, number=1, repeat=repeat)
-    cold = await time_async(first_call, number=1, repeat=repeat)
+    # Floor and first call alternate, so a load change on the machine hits both alike; a collection
+    # before each pair keeps the garbage of the previous call from landing in the next measurement.
+    floors: list[float] = []
+    colds: list[float] = []
+    for _ in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        floor()
+        floors.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        await first_call()
+        colds.append(time.perf_counter() - started)
+    base, cold = summarize(floors), summarize(colds)
     warm = await time_async(next_step, number=1, repeat=repeat)
     dropped = warm_state["last_trim"]["dropped_messages"]
     note = f"{len(prompt)} prompt messages, {total:,} tokens, {dropped} dropped"
