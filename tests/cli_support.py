@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,17 @@ def procflow(
         env=environment,
         timeout=50,
         check=False,
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    """Give the child the default Ctrl-C handling even when this test run ignores SIGINT.
+
+    A shell starts background jobs with SIGINT ignored and children inherit that, so a CLI started from
+    such a run would never see the interrupt the interruption test sends.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def jsonl(text: str) -> list[dict[str, Any]]:
