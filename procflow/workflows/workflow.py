@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from procflow.engine.describe import describe_plan
 from procflow.engine.executor import execute_plan, run_child
@@ -32,6 +30,9 @@ from procflow.workflows import render
 from procflow.workflows.as_processor import install_processor_hooks
 from procflow.workflows.processor_data import PHASE_HOOKS, ProcessorPhase
 from procflow.workflows.steps import Step, coerce_processor_input
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["Workflow"]
 
