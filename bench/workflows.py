@@ -8,21 +8,14 @@ from typing import Any
 import anyio
 
 from bench._harness import Row, time_async
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
-from procflow.messages import Chunk, MessageList
-from procflow.processors import ProcessInputArgs, ProcessOutputStreamArgs
+from bench.core import TrivialInput, TrivialStream, stream_chain_row
+from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext
+from procflow.messages import MessageList
+from procflow.processors import ProcessInputArgs
 from procflow.workflows import ProcessorStepSchema, create_step, create_workflow, select
 
 SIZES = {"full": (1000, 7), "tiny": (10, 2)}
 STREAM_CHUNKS = {"full": 10_000, "tiny": 50}
-
-
-class AsyncTrivial:
-    def __init__(self, index: int) -> None:
-        self.id = f"trivial-{index}"
-
-    async def process_input(self, args: ProcessInputArgs) -> None:
-        return None
 
 
 class SyncTrivial:
@@ -53,7 +46,7 @@ def _runner(processor: Any) -> PhaseRunner:
 async def bench_chain(size: str) -> list[Row]:
     """10 trivial processor steps in sequence, run as an input processor, vs 10 direct awaits."""
     number, repeat = SIZES[size]
-    processors = [AsyncTrivial(i) for i in range(10)]
+    processors = [TrivialInput(i) for i in range(10)]
     runner = _runner(_processor_workflow("chain", processors, parallel=False))
     fns = [p.process_input for p in processors]
 
@@ -94,7 +87,7 @@ async def bench_parallel(size: str) -> list[Row]:
 
     base = await time_async(bare_group, number=number, repeat=repeat)
     rows = []
-    for label, kind in (("async", AsyncTrivial), ("def", SyncTrivial)):
+    for label, kind in (("async", TrivialInput), ("def", SyncTrivial)):
         processors = [kind(i) for i in range(4)]
         runner = _runner(_processor_workflow(f"fan-{label}", processors, parallel=True))
         run = await time_async(runner.run_input, number=number, repeat=repeat)
@@ -150,65 +143,17 @@ async def bench_sleeping_branches(size: str) -> list[Row]:
     ]
 
 
-class StreamTrivial:
-    def __init__(self, index: int) -> None:
-        self.id = f"stream-trivial-{index}"
-
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
-        return args.part
-
-
 async def bench_stream_workflow(size: str) -> list[Row]:
     """A workflow of 5 trivial stream processor steps as an output processor, per chunk, vs direct calls."""
     _, repeat = SIZES[size]
     chunks = STREAM_CHUNKS[size]
-    processors = [StreamTrivial(i) for i in range(5)]
+    processors = [TrivialStream(i) for i in range(5)]
     pipeline = ProcessorPipeline.build([_processor_workflow("stream-chain", processors, parallel=False)])
-    items = [Chunk.text_delta("token ") for _ in range(chunks)]
-    fns = [p.process_output_stream for p in processors]
-    args: Any = ProcessOutputStreamArgs(
-        part=items[0],
-        stream_parts=[],
-        abort=None,  # type: ignore[arg-type]
-        state={},
-        retry_count=0,
-        request_context=None,  # type: ignore[arg-type]
-        message_list=None,  # type: ignore[arg-type]
-        writer=None,
-        send_signal=None,  # type: ignore[arg-type]
-        processor_id="x",
+    name = (
+        f"workflow of 5 trivial stream steps as an output processor, {chunks:,} chunks: "
+        "added cost per processor per chunk"
     )
-
-    async def direct() -> None:
-        for chunk in items:
-            part = chunk
-            for fn in fns:
-                args.part = part
-                part = await fn(args)
-
-    async def through_workflow() -> None:
-        stream = StreamRunner(pipeline, RunContext(message_list=MessageList()))
-        for chunk in items:
-            await stream.push(chunk)
-
-    base = await time_async(direct, number=1, repeat=repeat)
-    run = await time_async(through_workflow, number=1, repeat=repeat)
-    per_chunk_per_proc = (run.median - base.median) / chunks / 5 * 1e6
-    return [
-        Row(
-            "workflows",
-            f"workflow of 5 trivial stream steps as an output processor, {chunks:,} chunks: "
-            "added cost per processor per chunk",
-            per_chunk_per_proc,
-            "µs",
-            baseline=base.median / chunks * 1e6,
-            baseline_name="direct calls per chunk (µs)",
-            ratio=run.median / base.median,
-            budget="≤ 2 µs per processor per chunk",
-            passed=per_chunk_per_proc <= 2.0,
-            spread=run.spread,
-        )
-    ]
+    return [await stream_chain_row("workflows", name, pipeline, processors, chunks=chunks, repeat=repeat)]
 
 
 async def run(size: str = "full") -> list[Row]:
