@@ -2,43 +2,23 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from procflow.messages._copying import clone_message
+from procflow.messages._to_prompt import message_to_prompt
 from procflow.messages.message import Message, MessageContent, SignalInfo
-from procflow.messages.parts import (
-    FilePart,
-    ImagePart,
-    Part,
-    ReasoningPart,
-    SourcePart,
-    StepStartPart,
-    TextPart,
-    ToolInvocationPart,
-)
-from procflow.messages.prompt import (
-    Prompt,
-    PromptFile,
-    PromptMessage,
-    PromptPart,
-    PromptReasoning,
-    PromptText,
-    PromptToolCall,
-    PromptToolResult,
-)
-from procflow.messages.signals import render_signal
+from procflow.messages.parts import Part, TextPart
+from procflow.messages.prompt import Prompt, PromptMessage, PromptText
 
 __all__ = ["MessageInput", "MessageList", "Source", "UIMessage"]
 
 Source = Literal["input", "memory", "response", "context"]
 """Where a message came from: the caller's new input, recalled memory, the model's response, or context
 added by processors."""
-
-_M = TypeVar("_M", bound=BaseModel)
 
 MessageInput: TypeAlias = Message | str | Mapping[str, Any]
 """What :meth:`MessageList.add` accepts: a message, a plain string (a user message) or a dict."""
@@ -314,9 +294,9 @@ class MessageList:
                 if text:
                     prompt.append(PromptMessage(role="system", content=[PromptText(text=text)]))
         for message in self._messages:
-            prompt.extend(_message_to_prompt(message))
+            prompt.extend(message_to_prompt(message))
         for message in self._transient.values():
-            prompt.extend(_message_to_prompt(message))
+            prompt.extend(message_to_prompt(message))
         return prompt
 
     def to_ui_messages(self, *, include_signals: bool = False) -> list[UIMessage]:
@@ -344,134 +324,12 @@ class MessageList:
     def copy(self) -> MessageList:
         """Return an independent copy (messages deep-copied), for branches that must not share edits."""
         clone = MessageList(thread_id=self.thread_id, resource_id=self.resource_id)
-        clone._messages = [_clone(m) for m in self._messages]
+        clone._messages = [clone_message(m) for m in self._messages]
         clone._sources = dict(self._sources)
-        clone._system = [_clone(m) for m in self._system]
-        clone._tagged = {k: [_clone(m) for m in v] for k, v in self._tagged.items()}
-        clone._transient = {k: _clone(m) for k, m in self._transient.items()}
+        clone._system = [clone_message(m) for m in self._system]
+        clone._tagged = {k: [clone_message(m) for m in v] for k, v in self._tagged.items()}
+        clone._transient = {k: clone_message(m) for k, m in self._transient.items()}
         return clone
 
     def __repr__(self) -> str:
         return f"MessageList({len(self._messages)} messages, {len(self.system_messages)} system)"
-
-
-_FLAT_PARTS = (TextPart, ReasoningPart, StepStartPart, FilePart, ImagePart, SourcePart)
-"""Part types whose fields are all immutable (strings, booleans, None): a shallow copy is a deep one."""
-
-
-_new_object = object.__new__
-_set = object.__setattr__
-
-
-def _shallow(model: _M) -> _M:
-    """A shallow copy of a pydantic model without ``copy.copy``'s dispatch (what ``__copy__`` does, faster).
-
-    Only for models without extras or private attributes (``_clone`` checks extras first).
-    """
-    new = _new_object(type(model))
-    _set(new, "__dict__", model.__dict__.copy())
-    _set(new, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_private__", None)
-    return new
-
-
-def _clone(message: Message) -> Message:
-    """Deep-copy ``message`` several times faster than ``model_copy(deep=True)`` (same result).
-
-    Only what may be mutable is copied deeply: tool and data parts, metadata, the signal, extras.
-    """
-    content = message.content
-    if message.__pydantic_extra__ or content.__pydantic_extra__:
-        return message.model_copy(deep=True)
-    new_content = _shallow(content)
-    new_content.__dict__["parts"] = [
-        _shallow(p) if type(p) in _FLAT_PARTS and not p.__pydantic_extra__ else p.model_copy(deep=True)
-        for p in content.parts
-    ]
-    new_content.__dict__["metadata"] = copy.deepcopy(content.metadata) if content.metadata else {}
-    new = _shallow(message)
-    new.__dict__["content"] = new_content
-    if message.signal is not None:
-        new.__dict__["signal"] = message.signal.model_copy(deep=True)
-    return new
-
-
-def _user_content(message: Message) -> list[PromptPart]:
-    content: list[PromptPart] = []
-    for part in message.content.parts:
-        if isinstance(part, TextPart):
-            content.append(PromptText(text=part.text))
-        elif isinstance(part, FilePart):
-            content.append(
-                PromptFile(media_type=part.media_type, data=part.data, url=part.url, filename=part.filename)
-            )
-        elif isinstance(part, ImagePart):
-            content.append(PromptFile(media_type=part.media_type, data=part.data, url=part.url))
-    if not any(isinstance(p, PromptText) for p in content) and message.content.content:
-        content.insert(0, PromptText(text=message.content.content))
-    return content
-
-
-def _message_to_prompt(message: Message) -> list[PromptMessage]:
-    if message.role == "signal":
-        info = message.signal or SignalInfo()
-        text = render_signal(message.text, tag_name=info.tag_name, attributes=info.attributes)
-        return [PromptMessage(role="user", content=[PromptText(text=text)])]
-    if message.role == "user":
-        content = _user_content(message)
-        return [PromptMessage(role="user", content=content)] if content else []
-    if message.role == "tool":
-        results: list[PromptPart] = [
-            PromptToolResult(
-                tool_call_id=p.tool_call_id, tool_name=p.tool_name, result=p.result, is_error=p.is_error
-            )
-            for p in message.tool_invocations
-            if p.state == "result"
-        ]
-        return [PromptMessage(role="tool", content=results)] if results else []
-    if message.role == "assistant":
-        return _assistant_to_prompt(message)
-    return []
-
-
-def _assistant_to_prompt(message: Message) -> list[PromptMessage]:
-    out: list[PromptMessage] = []
-    block: list[PromptPart] = []
-    results: list[PromptPart] = []
-
-    def flush() -> None:
-        nonlocal block, results
-        if block:
-            out.append(PromptMessage(role="assistant", content=block))
-        if results:
-            out.append(PromptMessage(role="tool", content=results))
-        block, results = [], []
-
-    parts: list[Part] = list(message.content.parts)
-    if not any(isinstance(p, TextPart) for p in parts) and message.content.content:
-        parts.insert(0, TextPart(text=message.content.content))
-    for part in parts:
-        if isinstance(part, StepStartPart) or (results and not isinstance(part, ToolInvocationPart)):
-            flush()
-        if isinstance(part, TextPart):
-            if part.text:
-                block.append(PromptText(text=part.text))
-        elif isinstance(part, ReasoningPart):
-            block.append(PromptReasoning(text=part.text, signature=part.signature))
-        elif isinstance(part, FilePart | ImagePart):
-            block.append(PromptFile(media_type=part.media_type, data=part.data, url=part.url))
-        elif isinstance(part, ToolInvocationPart) and part.state == "result":
-            block.append(
-                PromptToolCall(tool_call_id=part.tool_call_id, tool_name=part.tool_name, args=part.args)
-            )
-            results.append(
-                PromptToolResult(
-                    tool_call_id=part.tool_call_id,
-                    tool_name=part.tool_name,
-                    result=part.result,
-                    is_error=part.is_error,
-                )
-            )
-    flush()
-    return out
