@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 
 from bench._harness import Row, time_async
-from bench.core import TrivialInput, TrivialStream, stream_chain_row
+from bench.core import TrivialInput, TrivialStream, input_chain_row, stream_chain_row
 from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext
 from procflow.messages import MessageList
 from procflow.processors import ProcessInputArgs
@@ -48,27 +48,10 @@ async def bench_chain(size: str) -> list[Row]:
     number, repeat = SIZES[size]
     processors = [TrivialInput(i) for i in range(10)]
     runner = _runner(_processor_workflow("chain", processors, parallel=False))
-    fns = [p.process_input for p in processors]
-
-    async def direct() -> None:
-        for fn in fns:
-            await fn(None)  # type: ignore[arg-type]
-
-    base = await time_async(direct, number=number, repeat=repeat)
-    run = await time_async(runner.run_input, number=number, repeat=repeat)
-    per_step = (run.median - base.median) / 10 * 1e6
+    name = "10-step sequential workflow as an input processor: added cost per step"
     return [
-        Row(
-            "workflows",
-            "10-step sequential workflow as an input processor: added cost per step",
-            per_step,
-            "µs",
-            baseline=base.median * 1e6,
-            baseline_name="10 direct awaits (µs)",
-            ratio=run.median / base.median,
-            budget="info (plain-chain budget: ≤ 3 µs per processor)",
-            passed=None,
-            spread=run.spread,
+        await input_chain_row(
+            "workflows", name, runner, processors, number=number, repeat=repeat, budget_us=None
         )
     ]
 
