@@ -15,13 +15,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/procflow run examples/data/conversations.jsonl -o out/conversations.jsonl --report out/report.json
 	@echo "Processed conversations: out/conversations.jsonl   summary as JSON: out/report.json"
-	@if command -v dot >/dev/null 2>&1; then \
-		$(BIN)/procflow graph examples/pipeline.py:pipeline --format svg -o out/pipeline.svg && \
-		echo "Example workflow drawn: out/pipeline.svg"; \
-	else \
-		echo "Example workflow (Mermaid; install Graphviz for SVG):"; \
-		$(BIN)/procflow graph examples/pipeline.py:pipeline; \
-	fi
+	$(BIN)/procflow graph examples/pipeline.py:pipeline --format svg -o out/pipeline.svg
+	@echo "Example workflow drawn: out/pipeline.svg (Mermaid text: procflow graph examples/pipeline.py:pipeline)"
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check procflow tests bench examples

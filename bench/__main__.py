@@ -30,6 +30,9 @@ MODULES = [
     "token_limiter",
     "providers",
 ]
+# Rows that run another framework (LangGraph; Mastra on Node.js, installed with `npm ci`): only in
+# `make bench`, never in the test suite's smoke run, which must not need the network or another runtime.
+PEERS = ("langgraph_peer", "mastra_peer")
 
 
 def _as_row(group: str, item: Any) -> Row:

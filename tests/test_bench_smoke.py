@@ -1,4 +1,7 @@
-"""Every benchmark module runs with tiny sizes, so the bench code never rots (no timing asserts)."""
+"""Every procflow benchmark module runs with tiny sizes, so the bench code never rots (no timing asserts).
+
+The side-by-side rows against other frameworks (``PEERS``) run in ``make bench`` only.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.__main__ import MODULES, markdown, run_module
+from bench.__main__ import MODULES, PEERS, markdown, run_module
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-PRESENT = [name for name in MODULES if (BENCH / f"{name}.py").exists()]
+PRESENT = [name for name in MODULES if name not in PEERS and (BENCH / f"{name}.py").exists()]
 
 
 @pytest.mark.parametrize("name", PRESENT)

@@ -11,7 +11,7 @@ from cli_support import ROOT, procflow
 
 PIPELINES = ROOT / "tests" / "fixtures" / "cli_pipelines.py"
 WORKFLOWS = ROOT / "tests" / "fixtures" / "cli_workflows.py"
-NO_GRAPHVIZ = {"PATH": str(Path(sys.executable).parent)}
+NO_GRAPHVIZ = {"PATH": str(Path(sys.executable).parent), "PROCFLOW_DOT": ""}
 
 
 def _is_svg(text: str) -> bool:

@@ -12,6 +12,7 @@ from workflow_support import moderation_pipeline
 
 from procflow.errors import ConfigurationError
 from procflow.workflows import RetryPolicy, StepContext, Workflow, create_step, create_workflow
+from procflow.workflows.render import find_dot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -116,7 +117,17 @@ def test_svg_and_png_through_dot() -> None:
 
 
 def test_missing_dot_names_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Without dot on PATH the error says to install graphviz."""
+    """Without any Graphviz program the error names the wheel and the system package."""
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ConfigurationError, match="install the 'graphviz' package"):
+    monkeypatch.setenv("PROCFLOW_DOT", "")
+    with pytest.raises(ConfigurationError, match=r"pip install graphviz-pure.*'graphviz' package"):
         moderation_pipeline().to_svg()
+
+
+def test_without_system_graphviz_the_wheel_draws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """With no `dot` on PATH, pictures come from the graphviz-pure wheel's program."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("PROCFLOW_DOT", raising=False)
+    program = find_dot()
+    assert program is not None and Path(program).name == "graphviz-pure"
+    assert "<svg" in moderation_pipeline().to_svg()

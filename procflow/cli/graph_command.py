@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from rich.console import Console
 from procflow.cli.console import fail, warn
 from procflow.cli.loading import LoadedPipeline, PipelineLoadError, load_pipeline
 from procflow.errors import ConfigurationError, ProcflowError, WorkflowDefinitionError
+from procflow.workflows.render import find_dot
 
 __all__ = ["add_parser", "compile_pipeline", "describe_pipeline", "run"]
 
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         return fail(console, str(exc), code=2)
     fmt: str = args.format
     output = Path(args.output) if args.output else None
-    if fmt in ("svg", "png") and shutil.which("dot") is None:
+    if fmt in ("svg", "png") and find_dot() is None:
         fmt = "mermaid"
         if output is not None:
             output = output.with_suffix(".mmd")
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         warn(
             console,
             f"Graphviz's dot program is not installed, so no {args.format.upper()} can be drawn; writing "
-            f"Mermaid text {where} (install the graphviz package for SVG/PNG)",
+            f"Mermaid text {where} (`pip install graphviz-pure`, or the graphviz package, for SVG/PNG)",
         )
     try:
         picture = _render(description, fmt)

@@ -8,9 +8,13 @@ is coloured by its status and labelled with its duration.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from procflow.engine.describe import describe_run
@@ -242,19 +246,43 @@ def to_json(desc: dict[str, Any], result: WorkflowResult | None = None, *, inden
     return json.dumps(data, indent=indent, ensure_ascii=False)
 
 
+def find_dot() -> str | None:
+    """The Graphviz program used for SVG/PNG: ``dot`` on PATH, else the ``graphviz-pure`` wheel's.
+
+    The order is: the program named by the ``PROCFLOW_DOT`` environment variable when it is set (an
+    empty value means "none": pictures fall back or fail as without Graphviz), then a ``dot`` found on
+    ``PATH`` (a system Graphviz), then ``graphviz-pure`` in this interpreter's scripts directory (the
+    wheel the ``dev`` extra installs: Graphviz's ``dot`` command line ported to Rust), then
+    ``graphviz-pure`` on ``PATH``. ``None`` when there is none of them.
+    """
+    chosen = os.environ.get("PROCFLOW_DOT")
+    if chosen is not None:
+        return shutil.which(chosen) if chosen else None
+    program = shutil.which("dot")
+    if program is not None:
+        return program
+    scripts = Path(sysconfig.get_path("scripts"))
+    for folder in (scripts, Path(sys.executable).parent):
+        candidate = folder / "graphviz-pure"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which("graphviz-pure")
+
+
 def run_dot(source: str, fmt: str, *, timeout: float = 30.0) -> bytes:
-    """Render DOT ``source`` to ``fmt`` (``svg``, ``png``…) with Graphviz's ``dot`` program.
+    """Render DOT ``source`` to ``fmt`` (``svg``, ``png``…) with Graphviz (see :func:`find_dot`).
 
     Raises:
-        ConfigurationError: ``dot`` is not installed.
-        ProcflowError: ``dot`` failed.
+        ConfigurationError: neither ``dot`` nor ``graphviz-pure`` is installed.
+        ProcflowError: the program failed.
     """
-    program = shutil.which("dot")
+    program = find_dot()
     if program is None:
         raise ConfigurationError(
-            "Graphviz's 'dot' program is needed to draw SVG/PNG pictures but is not installed; install "
-            "the 'graphviz' package (apt install graphviz, brew install graphviz, conda install graphviz), "
-            "or use to_mermaid()/to_dot(), which need nothing"
+            "Graphviz's 'dot' program is needed to draw SVG/PNG pictures but is not installed; "
+            "`pip install graphviz-pure` (a wheel with the dot command line), or install the 'graphviz' "
+            "package (apt install graphviz, brew install graphviz), or use to_mermaid()/to_dot(), which "
+            "need nothing"
         )
     done = subprocess.run(
         [program, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True, timeout=timeout, check=False
