@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from procflow.cli import chat_command, check_command, graph_command, run_command
+from procflow.cli import chat_command, check_command, graph_command, run_command, serve_command
 from procflow.cli.console import stderr_console
 
 __all__ = ["build_parser", "main"]
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="log every tripwire and warning event (on stderr)"
     )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for command in (run_command, graph_command, check_command, chat_command):
+    for command in (run_command, graph_command, check_command, chat_command, serve_command):
         command.add_parser(subparsers)
     return parser
 
