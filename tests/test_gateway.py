@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from procflow.models import OpenAICompatibleModel
-from procflow.processors import RegexFilterProcessor
+from procflow.processors import ProcessOutputStepArgs, RegexFilterProcessor
 from procflow.server import TRIPWIRE_ERROR_CODE, GatewayConfig, create_app
 from procflow.server import serve_in_background as serving
 from procflow.testing import FakeProviderServer, FakeReply
@@ -333,3 +333,31 @@ async def test_client_disconnect_cancels_the_upstream_call(
         with anyio.fail_after(5):
             while (await http.get(health_url)).json()["in_flight"]:  # noqa: ASYNC110 - polls another process
                 await anyio.sleep(0.02)
+
+
+class _NeedsDetail:
+    """Asks the model again when its answer is shorter than 20 characters."""
+
+    id = "needs-detail"
+
+    def process_output_step(self, args: ProcessOutputStepArgs) -> None:
+        if len(args.text) < 20:
+            args.abort("Answer in more detail.", retry=True)
+
+
+async def test_a_retried_step_is_not_streamed_to_the_client(upstream: FakeProviderServer) -> None:
+    """With a processor that may retry a step, the client's stream holds only the accepted attempt."""
+    config = GatewayConfig(
+        upstream=OpenAICompatibleModel("fake-model", base_url=upstream.base_url),
+        output_processors=[_NeedsDetail()],
+        max_processor_retries=2,
+    )
+    upstream.add(FakeReply(text="Too short."), FakeReply(text="Here is the detailed answer you wanted."))
+    with serving(create_app(config)) as url:
+        async with _client(url) as client:
+            stream = await client.chat.completions.create(
+                model="fake-model", messages=[{"role": "user", "content": "explain"}], stream=True
+            )
+            text = "".join([choice.delta.content or "" async for chunk in stream for choice in chunk.choices])
+    assert text == "Here is the detailed answer you wanted."
+    assert len(upstream.requests) == 2

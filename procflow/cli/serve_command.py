@@ -52,6 +52,12 @@ def add_parser(subparsers: Any) -> None:
         help="answer a stopped request with an error object (default) or an assistant refusal",
     )
     parser.add_argument("--model-name", action="append", help="a model name to serve (repeatable)")
+    parser.add_argument(
+        "--max-processor-retries",
+        type=int,
+        default=None,
+        help="how often processors may ask the upstream to answer again (default: never)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -77,6 +83,7 @@ def build_config(args: argparse.Namespace) -> Any:
         max_concurrent_per_client=args.max_concurrent,
         tripwire_response=args.tripwire_response,
         model_names=tuple(args.model_name or ()),
+        max_processor_retries=args.max_processor_retries,
     )
 
 

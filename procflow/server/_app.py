@@ -69,6 +69,7 @@ class Gateway:
             input_processors=list(config.input_processors),
             output_processors=list(config.output_processors),
             error_processors=list(config.error_processors),
+            max_processor_retries=config.max_processor_retries,
         )
         self._keys = sorted(config.api_keys)
         self._active: dict[str, int] = {}

@@ -38,6 +38,8 @@ class GatewayConfig:
         refusal_text: The assistant text of a refusal.
         model_names: The model names ``GET /v1/models`` lists and requests may ask for; by default the
             upstream's model id. A request naming another model gets HTTP 404.
+        max_processor_retries: How many times processors may ask the upstream to answer again
+            (``abort(..., retry=True)``); ``None`` allows none, as for an :class:`~procflow.Agent`.
     """
 
     upstream: LanguageModel
@@ -50,6 +52,7 @@ class GatewayConfig:
     tripwire_response: TripwireResponse = "error"
     refusal_text: str = "I can't help with that request."
     model_names: tuple[str, ...] = field(default=())
+    max_processor_retries: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1024:
