@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
 from procflow.messages.message_list import MessageList, UIMessage
-from procflow.messages.request_context import RequestContext
+from procflow.messages.request_context import STRUCTURED_OUTPUT_KEY, RequestContext
 from procflow.messages.results import FinishReason, StepResult, ToolCall, ToolResult, Usage
 from procflow.messages.tripwire import TripwireInfo
 
@@ -58,6 +58,11 @@ class GenerateResult:
     tripwire: TripwireInfo | None
     response: AgentResponse
     request_context: RequestContext
+
+    @property
+    def object(self) -> Any:
+        """The object a ``StructuredOutputProcessor`` made from the answer (``None`` without one)."""
+        return self.request_context.get(STRUCTURED_OUTPUT_KEY)
 
     @property
     def tool_calls(self) -> list[ToolCall]:

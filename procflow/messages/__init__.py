@@ -25,14 +25,22 @@ from procflow.messages.prompt import (
     PromptToolResult,
     prompt_text,
 )
-from procflow.messages.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
+from procflow.messages.request_context import (
+    JUDGE_USAGE_KEY,
+    RESOURCE_ID_KEY,
+    STRUCTURED_OUTPUT_KEY,
+    THREAD_ID_KEY,
+    RequestContext,
+)
 from procflow.messages.results import FinishReason, OutputResult, StepResult, ToolCall, ToolResult, Usage
 from procflow.messages.signals import render_signal, validate_xml_name
 from procflow.messages.tripwire import TripWire, TripwireInfo
 
 __all__ = [
     "CHUNK_TYPES",
+    "JUDGE_USAGE_KEY",
     "RESOURCE_ID_KEY",
+    "STRUCTURED_OUTPUT_KEY",
     "THREAD_ID_KEY",
     "Chunk",
     "DataPart",

@@ -5,13 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["RESOURCE_ID_KEY", "THREAD_ID_KEY", "RequestContext"]
+__all__ = ["JUDGE_USAGE_KEY", "RESOURCE_ID_KEY", "STRUCTURED_OUTPUT_KEY", "THREAD_ID_KEY", "RequestContext"]
 
 RESOURCE_ID_KEY = "procflow__resource_id"
 """Key under which the resource (user/tenant) id is stored; memory and caches scope by it."""
 
 THREAD_ID_KEY = "procflow__thread_id"
 """Key under which the conversation thread id is stored."""
+
+JUDGE_USAGE_KEY = "procflow__judge_usage"
+"""Key of the list where LLM-backed guards record the usage of their judge calls (for cost guards)."""
+
+STRUCTURED_OUTPUT_KEY = "procflow__structured_output"
+"""Key of the object a ``StructuredOutputProcessor`` made (``GenerateResult.object`` reads it)."""
 
 
 class RequestContext:

@@ -1,5 +1,15 @@
 """Layer 1: the processor protocol, the typed hook arguments and results, and the built-in processors."""
 
+from procflow.processors._guards import (
+    DEFAULT_GUARD_MODEL,
+    JudgeUsage,
+    LanguageDetector,
+    ModerationProcessor,
+    PIIDetector,
+    PromptInjectionDetector,
+    StructuredOutputProcessor,
+    SystemPromptScrubber,
+)
 from procflow.processors._tokens import TiktokenCounter, TokenCounter, truncate_to_tokens
 from procflow.processors.args import (
     MessagesResult,
@@ -63,6 +73,7 @@ from procflow.processors.unicode_normalizer import UnicodeNormalizer
 
 __all__ = [
     "DEFAULT_COMPAT_RULES",
+    "DEFAULT_GUARD_MODEL",
     "DEFAULT_TOOL_SEARCH_INSTRUCTIONS",
     "HOOK_NAMES",
     "LOAD_TOOL",
@@ -73,8 +84,12 @@ __all__ = [
     "CompatRule",
     "ErrorMatcher",
     "HookName",
+    "JudgeUsage",
+    "LanguageDetector",
     "MessageMend",
     "MessagesResult",
+    "ModerationProcessor",
+    "PIIDetector",
     "PrefillErrorHandler",
     "ProcessAPIErrorArgs",
     "ProcessAPIErrorResult",
@@ -92,6 +107,7 @@ __all__ = [
     "ProcessorArgs",
     "ProcessorBase",
     "ProcessorViolation",
+    "PromptInjectionDetector",
     "PromptRewrite",
     "ProviderHistoryCompat",
     "RegexFilterProcessor",
@@ -105,6 +121,8 @@ __all__ = [
     "SignalSender",
     "StreamErrorRetryProcessor",
     "StreamResult",
+    "StructuredOutputProcessor",
+    "SystemPromptScrubber",
     "TiktokenCounter",
     "TokenCounter",
     "TokenLimiter",

@@ -1,0 +1,183 @@
+"""``SystemPromptScrubber``: keeps the agent's own system prompt out of what it says.
+
+Leaks are found without a model: any run of ``min_overlap_words`` consecutive words (CJK characters
+count as words) of a system message that appears in the output — case and spacing aside — is a leak,
+as is any match of ``custom_patterns``. With a ``model``, a judge also names paraphrased leaks. In
+streams, text is held a sentence at a time and checked before it is released.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import regex
+from pydantic import BaseModel, Field
+
+from procflow.messages import Chunk
+from procflow.processors._guards._base import GuardBase, check_choice
+from procflow.processors._guards._judge import Judge, JudgeCache, OnError
+from procflow.processors._guards._windows import Segmenter, StreamWindow
+from procflow.processors.args import ProcessOutputStreamArgs, StreamResult
+
+if TYPE_CHECKING:
+    from procflow.models import LanguageModel
+
+__all__ = ["SystemPromptScrubber", "leaked_spans"]
+
+ScrubStrategy = Literal["block", "warn", "filter", "redact"]
+ScrubMethod = Literal["mask", "placeholder", "remove"]
+
+_WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]|[\p{L}\p{N}_]+")
+
+LEAK_PROMPT = """You check an AI assistant's answer for leaks of its confidential system prompt, which \
+is given below between <system_prompt> tags. The user message is the answer to check. List every \
+passage of the answer that reveals the system prompt's content, verbatim or paraphrased; copy each \
+passage exactly as it appears in the answer.
+
+<system_prompt>
+{system_prompt}
+</system_prompt>
+
+Answer with only a JSON object: {{"leaks": ["<exact passage>", ...]}} — an empty list when there is none."""
+"""The judge's prompt (only with ``model``)."""
+
+
+class _Leaks(BaseModel):
+    leaks: list[str] = Field(default_factory=list)
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def leaked_spans(text: str, secrets: Sequence[str], *, min_words: int = 8) -> list[tuple[int, int]]:
+    """Character spans of ``text`` that repeat ``min_words`` or more consecutive words of ``secrets``."""
+    grams: set[tuple[str, ...]] = set()
+    for secret in secrets:
+        words = [w for w, _, _ in _words(secret)]
+        grams.update(tuple(words[i : i + min_words]) for i in range(len(words) - min_words + 1))
+    if not grams:
+        return []
+    found = _words(text)
+    spans: list[tuple[int, int]] = []
+    for i in range(len(found) - min_words + 1):
+        if tuple(w for w, _, _ in found[i : i + min_words]) in grams:
+            start, end = found[i][1], found[i + min_words - 1][2]
+            if spans and start <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((start, end))
+    return spans
+
+
+class SystemPromptScrubber(GuardBase):
+    """Finds the agent's system prompt (or parts of it) in the output; redacts, blocks or reports it.
+
+    Args:
+        strategy: ``"redact"`` (default) replaces leaked passages; ``"block"`` stops with a tripwire;
+            ``"warn"`` reports and passes; ``"filter"`` withholds a leaking sentence.
+        redaction_method: ``"placeholder"`` (``placeholder_text``; default), ``"mask"`` (``*``), ``"remove"``.
+        placeholder_text: The replacement for ``placeholder`` (default ``[SYSTEM_PROMPT]``).
+        custom_patterns: Regular expressions that also count as leaks (e.g. ``r"my instructions are"``).
+        min_overlap_words: Consecutive system-prompt words that make a leak (default 8).
+        model: An optional judge that also finds paraphrased leaks (see :class:`GuardBase`).
+        on_error, timeout, cache, id: See :class:`GuardBase`.
+    """
+
+    def __init__(
+        self,
+        *,
+        strategy: ScrubStrategy = "redact",
+        redaction_method: ScrubMethod = "placeholder",
+        placeholder_text: str = "[SYSTEM_PROMPT]",
+        custom_patterns: Sequence[str] = (),
+        min_overlap_words: int = 8,
+        model: LanguageModel | str | None = None,
+        on_error: OnError = "allow",
+        timeout: float = 30.0,
+        cache: JudgeCache | None = None,
+        id: str = "system-prompt-scrubber",
+    ) -> None:
+        super().__init__(model=model, on_error=on_error, timeout=timeout, cache=cache, id=id)
+        self.strategy = check_choice("strategy", strategy, ("block", "warn", "filter", "redact"))
+        self.redaction_method = check_choice(
+            "redaction_method", redaction_method, ("mask", "placeholder", "remove")
+        )
+        self.placeholder_text = placeholder_text
+        self.patterns = [re.compile(p) for p in custom_patterns]
+        self.min_overlap_words = max(2, int(min_overlap_words))
+        self.use_model = model is not None
+
+    def _secrets(self, args: Any) -> list[str]:
+        return [m.text for m in args.message_list.system_messages if m.text]
+
+    async def _spans(self, text: str, args: Any) -> list[tuple[int, int]]:
+        secrets = self._secrets(args)
+        spans = leaked_spans(text, secrets, min_words=self.min_overlap_words)
+        spans += [
+            (m.start(), m.end()) for p in self.patterns for m in p.finditer(text) if m.end() > m.start()
+        ]
+        if self.use_model and secrets:
+            judge = Judge(
+                processor_id=self.id,
+                schema=_Leaks,
+                instructions=LEAK_PROMPT.format(system_prompt="\n\n".join(secrets)),
+                model=self.model,
+                timeout=self.timeout,
+                cache=self.cache,
+            )
+            verdict = await judge.verdict(text, args.request_context)
+            if verdict is None:
+                self.judge_failed(args, judge.last_failure)
+            else:
+                for leak in verdict.leaks:
+                    start = text.find(leak) if leak else -1
+                    while start != -1:
+                        spans.append((start, start + len(leak)))
+                        start = text.find(leak, start + 1)
+        return sorted(spans)
+
+    def _replace(self, value: str) -> str:
+        if self.redaction_method == "mask":
+            return "*" * len(value)
+        return "" if self.redaction_method == "remove" else self.placeholder_text
+
+    async def _apply(self, text: str, args: Any) -> str | None:
+        spans = await self._spans(text, args)
+        if not spans:
+            return text
+        detail = {"strategy": self.strategy, "leaks": len(spans), "spans": spans}
+        reason = "The response reveals the system prompt"
+        if self.strategy == "block":
+            self.abort(args, reason, detail)
+        await self.report(reason, detail)
+        if self.strategy == "warn":
+            return text
+        if self.strategy == "filter":
+            return None
+        out, cursor = [], 0
+        for start, end in spans:
+            if start < cursor:
+                start = cursor
+            if end <= start:
+                continue
+            out += [text[cursor:start], self._replace(text[start:end])]
+            cursor = end
+        out.append(text[cursor:])
+        return "".join(out)
+
+    def _window(self, args: ProcessOutputStreamArgs) -> StreamWindow:
+        window = args.state.get("window")
+        if window is None:
+            window = args.state["window"] = StreamWindow(Segmenter(4000, sentences=True))
+        return window
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        """Hold text a sentence at a time and check it before releasing it."""
+        return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
+
+    async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
+        """End of stream: check and release the last sentence."""
+        return await self._window(args).flush(lambda segment: self._apply(segment, args))

@@ -1,0 +1,60 @@
+"""The texts a guard checks in a message, and rewriting them: every text part and the flattened text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from procflow.messages import Message
+from procflow.messages.parts import TextPart
+
+__all__ = ["message_texts", "replace_text", "rewrite_texts", "user_facing"]
+
+
+def message_texts(message: Message) -> list[str]:
+    """Every non-empty text the message carries: its text parts, then its flattened ``content.content``."""
+    texts = [part.text for part in message.content.parts if isinstance(part, TextPart) and part.text]
+    fallback = message.content.content
+    if fallback and fallback not in texts:
+        texts.append(fallback)
+    return texts
+
+
+def rewrite_texts(message: Message, rewrite: Callable[[str], str]) -> Message:
+    """The message with ``rewrite`` applied to each text part and the flattened text.
+
+    Returns the same object when nothing changed.
+    """
+    content = message.content
+    parts: list[Any] | None = None
+    for index, part in enumerate(content.parts):
+        if isinstance(part, TextPart) and part.text:
+            new = rewrite(part.text)
+            if new != part.text:
+                parts = parts if parts is not None else list(content.parts)
+                parts[index] = part.model_copy(update={"text": new})
+    update: dict[str, Any] = {}
+    if parts is not None:
+        update["parts"] = parts
+    if content.content:
+        new_fallback = rewrite(content.content)
+        if new_fallback != content.content:
+            update["content"] = new_fallback
+    if not update:
+        return message
+    return message.model_copy(update={"content": content.model_copy(update=update)})
+
+
+def user_facing(messages: list[Message]) -> list[Message]:
+    """The messages a guard judges on input: user turns (system prompts and tool traffic are the app's)."""
+    return [message for message in messages if message.role == "user"]
+
+
+def replace_text(message: Message, text: str) -> Message:
+    """The message with all its text replaced by ``text`` (text parts and the flattened text alike)."""
+    replaced = message.with_text(text)
+    if replaced.content.content:
+        replaced = replaced.model_copy(
+            update={"content": replaced.content.model_copy(update={"content": text})}
+        )
+    return replaced

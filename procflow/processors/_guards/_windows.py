@@ -1,0 +1,92 @@
+"""Holding streamed text until a guard has judged it: windows of text, released or withheld whole.
+
+A guard that judges text with a model cannot judge every token: it collects text-delta chunks into a
+segment, judges the segment once it is complete, and then releases the segment's chunks (possibly
+rewritten) or withholds them. Non-text chunks end the pending segment first, so they never overtake
+text that precedes them. Segment boundaries depend on the text only — never on where the provider
+split it — so any chunking gives the same segments and the same verdicts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from procflow.messages import Chunk
+
+__all__ = ["SENTENCE_END", "Segmenter", "StreamWindow"]
+
+SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？；]|\n\s*\n")
+"""Where a sentence ends: ``.!?…`` followed by whitespace, CJK full stops, or a blank line."""
+
+Judged = Callable[[str], Awaitable[str | None]]
+"""Judges one segment: returns the text to release (the same, or rewritten), or ``None`` to withhold it."""
+
+
+@dataclass(slots=True)
+class Segmenter:
+    """Finds where the pending text can be cut into judged segments.
+
+    Attributes:
+        size: With ``sentences=False``, cut every ``size`` characters; with ``sentences=True``, the
+            longest a segment may grow without a sentence end (then it is cut at the last whitespace).
+        sentences: Cut at sentence ends (so a judged value is never split across two segments).
+    """
+
+    size: int
+    sentences: bool = False
+
+    def cut(self, text: str) -> int:
+        """How many leading characters of ``text`` form complete segments (0: wait for more)."""
+        if not self.sentences:
+            return (len(text) // self.size) * self.size
+        end = 0
+        for match in SENTENCE_END.finditer(text):
+            # A sentence end needs the character after it (``a.b`` is no end), except CJK stops.
+            if match.end() < len(text) or match.group()[-1] in "。！？；":
+                end = match.end()
+        if end == 0 and len(text) > self.size:
+            space = text.rfind(" ", 0, self.size)
+            end = space + 1 if space > 0 else self.size
+        return end
+
+
+@dataclass(slots=True)
+class StreamWindow:
+    """The held text of one stream for one guard."""
+
+    segmenter: Segmenter
+    pending: str = ""
+    template: Chunk | None = None
+    released: list[Chunk] = field(default_factory=list)
+
+    async def push(self, chunk: Chunk, judge: Judged) -> list[Chunk]:
+        """Take one chunk; return what may be released now."""
+        if chunk.type == "text-delta":
+            self.pending += chunk.payload.get("text") or ""
+            self.template = self.template or chunk
+            cut = self.segmenter.cut(self.pending)
+            if not cut:
+                return []
+            segment, self.pending = self.pending[:cut], self.pending[cut:]
+            return await self._judged(segment, judge)
+        out = await self.flush(judge)
+        out.append(chunk)
+        return out
+
+    async def flush(self, judge: Judged) -> list[Chunk]:
+        """Judge and release whatever is pending (end of a text block or of the stream)."""
+        if not self.pending:
+            return []
+        segment, self.pending = self.pending, ""
+        return await self._judged(segment, judge)
+
+    async def _judged(self, segment: str, judge: Judged) -> list[Chunk]:
+        text = await judge(segment)
+        if not text:
+            return []
+        template = self.template
+        payload = dict(template.payload) if template is not None else {}
+        payload["text"] = text
+        return [Chunk("text-delta", payload)]
