@@ -29,6 +29,7 @@ MODULES = [
     "memory",
     "token_limiter",
     "providers",
+    "message_list",
     "gateway",
 ]
 # Rows that run another framework (LangGraph; Mastra on Node.js, installed with `npm ci`): only in

@@ -57,7 +57,17 @@ class MessageList:
     are sent for the current call only.
     """
 
-    __slots__ = ("_messages", "_sources", "_system", "_tagged", "_transient", "resource_id", "thread_id")
+    __slots__ = (
+        "_memory_count",
+        "_messages",
+        "_positions",
+        "_sources",
+        "_system",
+        "_tagged",
+        "_transient",
+        "resource_id",
+        "thread_id",
+    )
 
     def __init__(
         self,
@@ -69,6 +79,10 @@ class MessageList:
     ) -> None:
         self._messages: list[Message] = []
         self._sources: dict[str, Source] = {}
+        # id -> index in _messages, rebuilt lazily after a change that shifts positions, so lookups
+        # and replacements are O(1) and a hook's returned list is applied in O(messages), not O(n²).
+        self._positions: dict[str, int] | None = {}
+        self._memory_count = 0  # memory messages always come first
         self._system: list[Message] = []
         self._tagged: dict[str, list[Message]] = {}
         self._transient: dict[str, Message] = {}
@@ -100,29 +114,33 @@ class MessageList:
         return added
 
     def _insert(self, message: Message, source: Source) -> None:
-        if source == "memory":
-            at = 0
-            while at < len(self._messages) and self._sources[self._messages[at].id] == "memory":
-                at += 1
-            self._messages.insert(at, message)
+        if source == "memory" and self._memory_count < len(self._messages):
+            self._messages.insert(self._memory_count, message)
+            self._positions = None
         else:
+            if self._positions is not None:
+                self._positions[message.id] = len(self._messages)
             self._messages.append(message)
+        if source == "memory":
+            self._memory_count += 1
         self._sources[message.id] = source
 
     def _index_of(self, message_id: str) -> int:
-        for i, message in enumerate(self._messages):
-            if message.id == message_id:
-                return i
-        raise KeyError(message_id)
+        positions = self._positions
+        if positions is None:
+            positions = self._positions = {m.id: i for i, m in enumerate(self._messages)}
+        return positions[message_id]
 
     def remove_by_ids(self, ids: Iterable[str]) -> list[Message]:
         """Remove the messages with these ids (system messages and transient signals too); return them."""
         wanted = set(ids)
-        removed = [m for m in self._messages if m.id in wanted]
+        removed = [m for m in self._messages if m.id in wanted] if wanted & self._sources.keys() else []
         if removed:
             self._messages = [m for m in self._messages if m.id not in wanted]
             for message in removed:
-                del self._sources[message.id]
+                if self._sources.pop(message.id) == "memory":
+                    self._memory_count -= 1
+            self._positions = None
         kept_system = [m for m in self._system if m.id not in wanted]
         removed.extend(m for m in self._system if m.id in wanted)
         self._system = kept_system
@@ -145,12 +163,15 @@ class MessageList:
         """
         scope_list = list(scope)
         default: Source = self._sources.get(scope_list[0].id, "input") if scope_list else "input"
+        messages = list(messages)
         keep = {m.id for m in messages}
         self.remove_by_ids([m.id for m in scope_list if m.id not in keep])
+        system_ids = {m.id for m in self._system}
         for message in messages:
             if message.role == "system":
-                if all(m.id != message.id for m in self._system):
+                if message.id not in system_ids:
                     self._system.append(message)
+                    system_ids.add(message.id)
             elif message.id in self._sources:
                 self._messages[self._index_of(message.id)] = message
             else:
@@ -161,6 +182,8 @@ class MessageList:
         self._messages.clear()
         self._sources.clear()
         self._transient.clear()
+        self._positions = {}
+        self._memory_count = 0
 
     # -- views ---------------------------------------------------------------------------------------
 
@@ -326,6 +349,8 @@ class MessageList:
         clone = MessageList(thread_id=self.thread_id, resource_id=self.resource_id)
         clone._messages = [clone_message(m) for m in self._messages]
         clone._sources = dict(self._sources)
+        clone._positions = None
+        clone._memory_count = self._memory_count
         clone._system = [clone_message(m) for m in self._system]
         clone._tagged = {k: [clone_message(m) for m in v] for k, v in self._tagged.items()}
         clone._transient = {k: clone_message(m) for k, m in self._transient.items()}
