@@ -9,7 +9,7 @@ import pytest
 
 from procflow.agent import Agent
 from procflow.engine import RunContext
-from procflow.errors import APICallError, ConfigurationError
+from procflow.errors import APICallError, APIConnectionError, APITimeoutError, ConfigurationError
 from procflow.messages import MessageList
 from procflow.processors import (
     ProcessAPIErrorArgs,
@@ -49,13 +49,14 @@ def http(status: int, message: str = "error", **fields: Any) -> APICallError:
         (APICallError("stream error", error_type="overloaded_error", is_retryable=True), "overloaded"),
         (APICallError("stream error", error_type="rate_limit_error", is_retryable=True), "rate-limit"),
         (APICallError("stream error", error_type="api_error", is_retryable=True), "server-error"),
-        (APICallError("openai request to http://x timed out (ReadTimeout)"), "timeout"),
-        (APICallError("connection broke while reading the response"), "connection"),
-        (APICallError("request failed: RemoteProtocolError"), "connection"),
+        (APITimeoutError("openai request timed out"), "timeout"),
+        (APIConnectionError("openai connection broke"), "connection"),
+        (APICallError("no status, no type: a failure without an answer"), "connection"),
+        (APICallError("stream error", kind="overloaded"), "overloaded"),
+        (APICallError("marked retryable by its maker", status_code=400, is_retryable=True), "retryable"),
         (TimeoutError(), "timeout"),
         (ConnectionResetError(104, "Connection reset by peer"), "connection"),
-        (OSError("read ECONNRESET"), "connection"),
-        (RuntimeError("upstream overloaded, try later"), "overloaded"),
+        (ConnectionAbortedError(), "connection"),
     ],
 )
 def test_transient_errors_are_classified(error: BaseException, kind: str) -> None:
@@ -74,11 +75,15 @@ def test_transient_errors_are_classified(error: BaseException, kind: str) -> Non
         APICallError("stream error", error_type="authentication_error", is_retryable=True),
         APICallError("stream error", error_type="invalid_request_error", is_retryable=False),
         http(400, "prompt is too long; timeout would not help"),
+        APICallError("overloaded, rate limit, timed out: words only", kind="rejected"),
+        APIConnectionError("bad header value", kind="rejected"),
         ValueError("bad argument"),
+        RuntimeError("upstream overloaded, try later"),
+        OSError("read ECONNRESET"),
     ],
 )
 def test_rejections_and_auth_errors_are_not_transient(error: BaseException) -> None:
-    """Rejected requests, authentication failures and programming errors are not transient."""
+    """Rejected requests, auth failures and other exceptions are not transient, whatever their text says."""
     assert transient_kind(error) is None
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from procflow.errors import APICallError, InvalidResponseError
+from procflow.errors import APIConnectionError, InvalidResponseError
 from procflow.messages.chunk import Chunk
 from procflow.messages.results import FinishReason, Usage
 from procflow.models._anthropic_wire import stop_reason, usage_from
-from procflow.models._errors import api_error_from_body, parse_args, read_stream_event
+from procflow.models._errors import api_error_from_body, is_error_body, parse_args, read_stream_event
 
 __all__ = ["AnthropicStreamState"]
 
@@ -53,6 +53,8 @@ class AnthropicStreamState:
         return read_stream_event(data, self._read, provider=_PROVIDER)
 
     def _read(self, event: dict[str, Any]) -> list[Chunk]:
+        if event.get("type") == "error" or is_error_body(event):
+            raise api_error_from_body(event, provider=_PROVIDER, url=self._url)
         kind = event["type"]
         if kind == "content_block_delta":
             return self._delta(event["index"], event["delta"])
@@ -81,8 +83,6 @@ class AnthropicStreamState:
         if kind == "message_stop":
             self._stopped = True
             return _NO_CHUNKS
-        if kind == "error":
-            raise api_error_from_body(event, provider=_PROVIDER, url=self._url)
         return _NO_CHUNKS  # ``ping`` and event types added later
 
     def _delta(self, index: int, delta: dict[str, Any]) -> list[Chunk]:
@@ -106,12 +106,11 @@ class AnthropicStreamState:
     def end(self) -> list[Chunk]:
         """Return the ``finish`` chunk at the end of the stream; raise if the model had not finished."""
         if self._finish is None and not self._stopped:
-            raise APICallError(
+            raise APIConnectionError(
                 f"anthropic stream from {self._url} ended before the model finished "
                 "(no stop_reason, no message_stop)",
                 provider=_PROVIDER,
                 url=self._url,
-                is_retryable=True,
             )
         out = [tool.chunk() for tool in self._tools.values()]
         self._tools.clear()

@@ -11,7 +11,13 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from procflow.errors import ConfigurationError, InvalidResponseError
-from procflow.models._errors import api_error_from_response, api_error_from_transport, parse_json
+from procflow.models._errors import (
+    api_error_from_body,
+    api_error_from_response,
+    api_error_from_transport,
+    is_error_body,
+    parse_json,
+)
 
 __all__ = ["DEFAULT_TIMEOUT", "HTTPConfig", "check_base_url", "open_sse", "post_json"]
 
@@ -49,6 +55,14 @@ class HTTPConfig:
         return self.base_url + path
 
 
+def _undecodable(exc: httpx.DecodingError, config: HTTPConfig, url: str) -> InvalidResponseError:
+    return InvalidResponseError(
+        f"{config.provider} sent a response from {url} that cannot be decoded ({exc}); check the server's "
+        "Content-Encoding",
+        provider=config.provider,
+    )
+
+
 @asynccontextmanager
 async def _client(config: HTTPConfig) -> AsyncIterator[httpx.AsyncClient]:
     # An injected client is shared and owned by the caller. Otherwise a client lives for one call, so
@@ -68,7 +82,7 @@ def _headers(config: HTTPConfig, extra: Mapping[str, str] | None) -> dict[str, s
 
 
 async def _raise_for_status(response: httpx.Response, config: HTTPConfig) -> None:
-    if response.is_error:
+    if response.is_error or response.is_redirect:
         body = (await response.aread()).decode("utf-8", "replace")
         raise api_error_from_response(response, body, provider=config.provider, key_env=config.key_env)
 
@@ -90,9 +104,14 @@ async def post_json(
             )
             await _raise_for_status(response, config)
             content = response.content
+    except httpx.DecodingError as exc:
+        raise _undecodable(exc, config, url) from exc
     except httpx.HTTPError as exc:
         raise api_error_from_transport(exc, provider=config.provider, url=url) from exc
-    return parse_json(content, provider=config.provider, what="its response body")
+    data = parse_json(content, provider=config.provider, what="its response body")
+    if is_error_body(data):
+        raise api_error_from_body(data, provider=config.provider, url=url)
+    return data
 
 
 @asynccontextmanager
@@ -121,5 +140,7 @@ async def open_sse(
             f"{config.provider} answered a streaming request to {url} without server-sent events: {exc}",
             provider=config.provider,
         ) from exc
+    except httpx.DecodingError as exc:
+        raise _undecodable(exc, config, url) from exc
     except httpx.HTTPError as exc:
         raise api_error_from_transport(exc, provider=config.provider, url=url) from exc

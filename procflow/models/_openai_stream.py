@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from procflow.errors import APICallError, InvalidResponseError
+from procflow.errors import APIConnectionError, InvalidResponseError
 from procflow.messages.chunk import Chunk
 from procflow.messages.results import FinishReason, Usage
-from procflow.models._errors import api_error_from_body, parse_args, read_stream_event
+from procflow.models._errors import api_error_from_body, is_error_body, parse_args, read_stream_event
 from procflow.models._openai_wire import finish_reason, usage_from
 
 __all__ = ["OpenAIStreamState"]
@@ -63,7 +63,7 @@ class OpenAIStreamState:
         return read_stream_event(data, self._read, provider=self._provider)
 
     def _read(self, event: dict[str, Any]) -> list[Chunk]:
-        if "error" in event and not event.get("choices"):
+        if is_error_body(event):
             raise api_error_from_body(event, provider=self._provider, url=self._url)
         out: list[Chunk] = []
         if not self._started:
@@ -138,12 +138,11 @@ class OpenAIStreamState:
     def end(self) -> list[Chunk]:
         """Return the last chunks once the stream is over; raise if it stopped before the model finished."""
         if self._finish is None and not self._done:
-            raise APICallError(
+            raise APIConnectionError(
                 f"{self._provider} stream from {self._url} ended before the model finished "
                 "(no finish_reason and no [DONE])",
                 provider=self._provider,
                 url=self._url,
-                is_retryable=True,
             )
         out = list(self._flush_calls())
         reason = self._finish or "unknown"

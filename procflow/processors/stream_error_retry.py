@@ -15,7 +15,7 @@ from typing import Literal
 import anyio
 
 from procflow._logging import log
-from procflow.errors import APICallError, ConfigurationError
+from procflow.errors import APICallError, APIErrorKind, ConfigurationError
 from procflow.processors.args import ProcessAPIErrorArgs, ProcessAPIErrorResult
 from procflow.processors.base import ProcessorBase
 
@@ -23,25 +23,23 @@ __all__ = ["ErrorMatcher", "StreamErrorRetryProcessor", "TransientKind", "is_aut
 
 ErrorMatcher = str | re.Pattern[str] | Callable[[BaseException], bool]
 """Marks more errors as retryable: a regex searched (case-insensitively) in the error's text, or a
-predicate on the exception."""
+predicate on the exception. Only matchers you give read the text; the built-in rules go by ``kind``."""
 
 TransientKind = Literal["rate-limit", "overloaded", "timeout", "server-error", "connection", "retryable"]
 """Why an error counts as transient."""
 
-_AUTH_STATUS = frozenset({401, 403})
-_AUTH_TYPES = frozenset({"authentication_error", "permission_error", "invalid_api_key", "unauthorized"})
-_TEXT_KINDS: tuple[tuple[re.Pattern[str], TransientKind], ...] = (
-    (re.compile(r"rate[ _-]?limit|too many requests", re.IGNORECASE), "rate-limit"),
-    (re.compile(r"overloaded|temporarily unavailable", re.IGNORECASE), "overloaded"),
-    (re.compile(r"timed? ?out\b|timeout", re.IGNORECASE), "timeout"),
-    (
-        re.compile(r"econnreset|connection (reset|closed|aborted|refused)|broken pipe", re.IGNORECASE),
-        "connection",
-    ),
-)
+_TRANSIENT: dict[APIErrorKind, TransientKind] = {
+    "rate-limit": "rate-limit",
+    "overloaded": "overloaded",
+    "timeout": "timeout",
+    "server-error": "server-error",
+    "connection": "connection",
+    "retryable": "retryable",
+}
 
 
 def _text(error: BaseException) -> str:
+    """The text user matchers search (the built-in decisions never read it)."""
     if isinstance(error, APICallError):
         return "\n".join(
             f for f in (error.message, error.error_type, error.error_code, error.response_body) if f
@@ -51,51 +49,25 @@ def _text(error: BaseException) -> str:
 
 def is_auth_error(error: BaseException) -> bool:
     """Whether ``error`` says the credentials are missing, wrong or not allowed (never worth a retry)."""
-    if not isinstance(error, APICallError):
-        return False
-    return error.status_code in _AUTH_STATUS or (error.error_type or "").lower() in _AUTH_TYPES
-
-
-def _status_kind(error: APICallError) -> TransientKind | None:
-    kind = (error.error_type or "").lower()
-    status = error.status_code
-    if status == 429 or "rate_limit" in kind:
-        return "rate-limit"
-    if status in (503, 529) or "overloaded" in kind:
-        return "overloaded"
-    if status in (408, 504) or "timeout" in kind:
-        return "timeout"
-    if (status is not None and status >= 500) or kind in ("api_error", "server_error"):
-        return "server-error"
-    return None
+    return isinstance(error, APICallError) and error.kind == "auth"
 
 
 def transient_kind(error: BaseException) -> TransientKind | None:
     """Classify ``error`` as transient (rate limit, overloaded, timeout, 5xx, connection) or ``None``.
 
-    Authentication errors (401, 403) are never transient. For an :class:`~procflow.errors.APICallError`
-    the status and the provider's error type decide first; a transport failure (no status) or an error
-    the provider marked retryable counts too. Other exceptions count when they are ``TimeoutError`` or
-    ``ConnectionError`` or their text says so.
+    Decided by class and by the ``kind`` the provider boundary set, never by the message text: an
+    :class:`~procflow.errors.APICallError` counts when it is retryable and not an authentication error
+    (its ``kind`` says why); other exceptions count when they are ``TimeoutError`` or
+    ``ConnectionError``. To retry errors recognised by their text, give the processor ``matchers``.
     """
-    if is_auth_error(error):
-        return None
     if isinstance(error, APICallError):
-        kind = _status_kind(error)
-        if kind is not None:
-            return kind
-        if not error.is_retryable:
+        if error.kind == "auth" or not error.is_retryable:
             return None
-    elif isinstance(error, TimeoutError):
+        return _TRANSIENT.get(error.kind, "retryable")
+    if isinstance(error, TimeoutError):
         return "timeout"
-    elif isinstance(error, ConnectionError):
+    if isinstance(error, ConnectionError):
         return "connection"
-    text = _text(error)
-    for pattern, kind in _TEXT_KINDS:
-        if pattern.search(text):
-            return kind
-    if isinstance(error, APICallError):  # marked retryable, no more specific kind
-        return "connection" if error.status_code is None else "retryable"
     return None
 
 
