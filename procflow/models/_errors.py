@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from procflow._logging import log
 from procflow.errors import (
     APICallError,
     APIConnectionError,
@@ -34,6 +35,7 @@ __all__ = [
     "is_error_body",
     "parse_args",
     "parse_json",
+    "parse_partial_args",
     "read_stream_event",
     "status_for_error_type",
 ]
@@ -272,6 +274,16 @@ def read_stream_event(data: str, read: Callable[[Any], T], *, provider: str) -> 
             provider=provider,
             body=data,
         ) from exc
+
+
+def parse_partial_args(text: str, *, provider: str, tool_name: str) -> dict[str, Any] | None:
+    """Parse the arguments of a tool call the model may have been cut off in (it hit its token limit):
+    ``None`` (and a debug log event) when they are incomplete, so the call is dropped, not executed."""
+    try:
+        return parse_args(text, provider=provider, tool_name=tool_name)
+    except InvalidResponseError:
+        log.debug("partial_tool_call_dropped", provider=provider, tool_name=tool_name, chars=len(text))
+        return None
 
 
 def parse_args(text: str, *, provider: str, tool_name: str) -> dict[str, Any]:

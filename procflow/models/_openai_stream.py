@@ -8,7 +8,13 @@ from typing import Any
 from procflow.errors import APIConnectionError, InvalidResponseError
 from procflow.messages.chunk import Chunk
 from procflow.messages.results import FinishReason, Usage
-from procflow.models._errors import api_error_from_body, is_error_body, parse_args, read_stream_event
+from procflow.models._errors import (
+    api_error_from_body,
+    is_error_body,
+    parse_args,
+    parse_partial_args,
+    read_stream_event,
+)
 from procflow.models._openai_wire import finish_reason, usage_from
 
 __all__ = ["OpenAIStreamState"]
@@ -29,7 +35,9 @@ class OpenAIStreamState:
     """Reads one stream's events in order: text and reasoning pass through, tool calls are assembled.
 
     Tool-call argument deltas are collected per ``index`` and emitted as whole ``tool-call`` chunks when
-    the choice finishes (or the stream ends). Usage may come in any event, commonly only the last.
+    the choice finishes (or the stream ends); a call whose arguments are incomplete when the model
+    stopped at its token limit (finish reason ``length``) is dropped. Usage may come in any event,
+    commonly only the last.
     """
 
     __slots__ = (
@@ -56,7 +64,10 @@ class OpenAIStreamState:
         self._emitted_calls = False
 
     def feed(self, data: str) -> list[Chunk]:
-        """Return the chunks one SSE ``data`` field yields."""
+        """Return the chunks one SSE ``data`` field yields (none for empty data: a ping, keep-alive or
+        ``retry:``/``id:``-only event)."""
+        if not data:
+            return _NO_CHUNKS
         if data == "[DONE]":
             self._done = True
             return _NO_CHUNKS
@@ -131,7 +142,13 @@ class OpenAIStreamState:
                     f"{self._provider} streamed a tool call ({call.id}) without a function name",
                     provider=self._provider,
                 )
-            args = parse_args("".join(call.args), provider=self._provider, tool_name=call.name)
+            text = "".join(call.args)
+            if self._finish == "length":  # cut off by the token limit: drop an incomplete call
+                args = parse_partial_args(text, provider=self._provider, tool_name=call.name)
+                if args is None:
+                    continue
+            else:
+                args = parse_args(text, provider=self._provider, tool_name=call.name)
             out.append(Chunk("tool-call", {"tool_call_id": call.id, "tool_name": call.name, "args": args}))
         return out
 

@@ -8,7 +8,14 @@ from typing import Any, Literal
 import httpx
 
 from procflow.messages.chunk import Chunk
-from procflow.models._http import DEFAULT_TIMEOUT, HTTPConfig, check_base_url, open_sse, post_json
+from procflow.models._http import (
+    DEFAULT_TIMEOUT,
+    HTTPConfig,
+    check_base_url,
+    check_deadline,
+    open_sse,
+    post_json,
+)
 from procflow.models._openai_stream import OpenAIStreamState
 from procflow.models._openai_wire import build_body, parse_response
 from procflow.models.base import ModelRequest, ModelResponse
@@ -41,6 +48,10 @@ class OpenAICompatibleModel:
         headers: Extra headers sent with every request (per-call ``ModelRequest.headers`` win).
         timeout: Seconds or an ``httpx.Timeout``, applied per request (also with an injected client);
             for streams the read timeout bounds the wait for each event.
+        deadline: Seconds one whole call may take, from sending the request to the stream's last event
+            (time the consumer spends between events included); past it the call raises
+            :class:`~procflow.errors.APITimeoutError`. ``None`` (default): no overall limit, only
+            ``timeout``'s per-read bound — which a server trickling one event just inside it never trips.
         client: A shared ``httpx.AsyncClient`` (connection reuse); it stays owned by the caller. Without
             one, each call opens and closes its own client.
         transport: An ``httpx`` transport for the per-call clients (e.g. ``httpx.MockTransport``).
@@ -62,6 +73,7 @@ class OpenAICompatibleModel:
         transport: httpx.AsyncBaseTransport | None = None,
         stream_usage: bool = True,
         max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None,
+        deadline: float | None = None,
     ) -> None:
         self._model_id = model_id
         self._provider = provider
@@ -77,6 +89,7 @@ class OpenAICompatibleModel:
             client=client,
             transport=transport,
             key_env="OPENAI_API_KEY" if provider == "openai" else None,
+            deadline=check_deadline(deadline, provider=provider),
         )
         self._stream_usage = stream_usage
         self._max_tokens_field = max_tokens_field or (
