@@ -1,10 +1,10 @@
-"""HTTP plumbing shared by the providers: client handling, JSON calls, SSE streams, error mapping."""
+"""HTTP plumbing shared by the providers: JSON calls, SSE streams, the call deadline, error mapping."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -12,6 +12,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from procflow.errors import APITimeoutError, ConfigurationError, InvalidResponseError
+from procflow.models._client import ClientSlot
 from procflow.models._errors import (
     api_error_from_body,
     api_error_from_response,
@@ -63,6 +64,12 @@ class HTTPConfig:
     key_env: str | None = None
     deadline: float | None = None
     """Seconds one whole call may take, from sending the request to the last event."""
+    clients: ClientSlot = field(init=False, repr=False, compare=False)
+    """The model's own client (or the injected one), shared by its calls."""
+
+    def __post_init__(self) -> None:
+        slot = ClientSlot(client=self.client, transport=self.transport, timeout=self.timeout)
+        object.__setattr__(self, "clients", slot)
 
     def url(self, path: str) -> str:
         """Return the full URL of an endpoint ``path`` (``"/chat/completions"``)."""
@@ -96,17 +103,6 @@ def _deadline_error(config: HTTPConfig, url: str) -> APITimeoutError:
         url=url,
         provider=config.provider,
     )
-
-
-@asynccontextmanager
-async def _client(config: HTTPConfig) -> AsyncIterator[httpx.AsyncClient]:
-    # An injected client is shared and owned by the caller. Otherwise a client lives for one call, so
-    # nothing stays bound to an event loop or leaks sockets when the model object is dropped.
-    if config.client is not None:
-        yield config.client
-        return
-    async with httpx.AsyncClient(transport=config.transport, timeout=config.timeout) as client:
-        yield client
 
 
 async def _until(
@@ -149,12 +145,12 @@ async def post_json(
     url = config.url(path)
     try:
         with anyio.move_on_after(config.deadline) as scope:
-            async with _client(config) as client:
-                response = await client.post(
-                    url, json=body, headers=_headers(config, headers), timeout=config.timeout
-                )
-                await _raise_for_status(response, config)
-                content = response.content
+            client = await config.clients.get()
+            response = await client.post(
+                url, json=body, headers=_headers(config, headers), timeout=config.timeout
+            )
+            await _raise_for_status(response, config)
+            content = response.content
         if scope.cancelled_caught:
             raise _deadline_error(config, url)
     except httpx.DecodingError as exc:
@@ -184,7 +180,7 @@ async def open_sse(
     deadline_at = _deadline_at(config)
     try:
         async with AsyncExitStack() as stack:
-            client = await stack.enter_async_context(_client(config))
+            client = await config.clients.get()
             with anyio.move_on_after(config.deadline) as scope:
                 response = await stack.enter_async_context(
                     client.stream("POST", url, json=body, headers=request_headers, timeout=config.timeout)

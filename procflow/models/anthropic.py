@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Self
 
 import httpx
 
@@ -46,8 +48,10 @@ class AnthropicModel:
             bounds the wait for each event.
         deadline: Seconds one whole call may take, from sending the request to the stream's last event;
             past it the call raises :class:`~procflow.errors.APITimeoutError`. ``None``: no overall limit.
-        client: A shared ``httpx.AsyncClient``, owned by the caller; without one each call uses its own.
-        transport: An ``httpx`` transport for the per-call clients.
+        client: An ``httpx.AsyncClient`` to send through, owned by the caller (never closed here). Without
+            one, the model keeps its own client per event loop, reused by its calls; close it with
+            ``await model.aclose()`` or ``async with model:``.
+        transport: An ``httpx`` transport for the model's own client.
         default_max_tokens: ``max_tokens`` when the request sets no ``max_output_tokens`` (the API
             requires one).
     """
@@ -118,6 +122,19 @@ class AnthropicModel:
                     yield chunk
             for chunk in state.end():
                 yield chunk
+
+    async def aclose(self) -> None:
+        """Close the model's own HTTP client and its connections (an injected ``client`` stays open: it
+        is yours). The model stays usable: a later call opens a new client."""
+        await self._http.clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model_id!r}, base_url={self.base_url!r})"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any, Literal, Self
 
 import httpx
 
@@ -52,9 +53,11 @@ class OpenAICompatibleModel:
             (time the consumer spends between events included); past it the call raises
             :class:`~procflow.errors.APITimeoutError`. ``None`` (default): no overall limit, only
             ``timeout``'s per-read bound — which a server trickling one event just inside it never trips.
-        client: A shared ``httpx.AsyncClient`` (connection reuse); it stays owned by the caller. Without
-            one, each call opens and closes its own client.
-        transport: An ``httpx`` transport for the per-call clients (e.g. ``httpx.MockTransport``).
+        client: An ``httpx.AsyncClient`` to send through; it stays owned by the caller (never closed
+            here). Without one, the model keeps its own client, made on first use in an event loop and
+            reused by every call in that loop (one connection for sequential calls); close it with
+            ``await model.aclose()`` or ``async with model:``.
+        transport: An ``httpx`` transport for the model's own client (e.g. ``httpx.MockTransport``).
         stream_usage: Ask for usage in streams (``stream_options.include_usage``).
         max_tokens_field: The body field for ``max_output_tokens``; defaults to
             ``max_completion_tokens`` for OpenAI and ``max_tokens`` for other servers.
@@ -137,6 +140,19 @@ class OpenAICompatibleModel:
                     yield chunk
             for chunk in state.end():
                 yield chunk
+
+    async def aclose(self) -> None:
+        """Close the model's own HTTP client and its connections (an injected ``client`` stays open: it
+        is yours). The model stays usable: a later call opens a new client."""
+        await self._http.clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         name = type(self).__name__
