@@ -204,8 +204,9 @@ _AUTH_TYPES = frozenset({"authentication_error", "permission_error", "invalid_ap
 
 
 def retryable_status(status: int) -> bool:
-    """The one retryable-status rule: 408, 409, 429 and every 5xx may pass when retried."""
-    return status in (408, 409, 429) or status >= 500
+    """The one retryable-status rule: 408, 409, 429 and every 5xx may pass when retried (their
+    :func:`kind_for_status` is transient); other statuses will fail the same way again."""
+    return kind_for_status(status) in TRANSIENT_KINDS
 
 
 def kind_for_status(status: int | None, error_type: str | None = None) -> APIErrorKind | None:

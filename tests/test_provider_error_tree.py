@@ -181,3 +181,22 @@ def test_every_procflow_error_appears_in_the_drawn_tree() -> None:
         if f" {cls.__name__}\n" not in tree and f" {cls.__name__} " not in tree
     )
     assert not missing, f"add {missing} to the tree in procflow/errors.py"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        FakeReply.error(429, "slow down", headers={"retry-after-ms": "500"}),
+        FakeReply(status=302, body="", headers={"Location": "https://elsewhere.test/"}),
+        FakeReply(body='{"error": {"message": "gateway says no", "code": "400"}}'),
+        FakeReply(text="late", delay=2.0),
+    ],
+    ids=["status", "redirect", "error-object", "deadline"],
+)
+async def test_every_provider_error_text_has_one_shape(provider: str, reply: FakeReply) -> None:
+    """HTTP, redirect, error-object and deadline failures share one text: the provider first, then what."""
+    with FakeProviderServer([reply]) as server, pytest.raises(APICallError) as caught:
+        await make_model(provider, server.base_url, deadline=0.3).generate(REQUEST)
+    text = str(caught.value)
+    assert text.startswith(f"{caught.value.provider} ") and caught.value.provider == provider
+    assert "malformed" not in text and "Traceback" not in text

@@ -2,15 +2,16 @@
 
 Rate limits (429), overloaded providers (529, 503), timeouts, other 5xx answers and dropped
 connections usually pass; a rejected request (400, 422) or bad credentials (401, 403) do not. The
-processor waits — as long as the provider's ``Retry-After`` asks, up to a cap, or with exponential
-backoff — then asks the agent to re-issue the call.
+processor waits — as long as the provider's ``Retry-After`` asks, up to a cap, or with the exponential
+backoff of a :class:`~procflow.workflows.RetryPolicy` (the same rule workflow steps use) — then asks the
+agent to re-issue the call.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
@@ -18,6 +19,9 @@ from procflow._logging import log
 from procflow.errors import APICallError, APIErrorKind, ConfigurationError
 from procflow.processors.args import ProcessAPIErrorArgs, ProcessAPIErrorResult
 from procflow.processors.base import ProcessorBase
+
+if TYPE_CHECKING:
+    from procflow.workflows import RetryPolicy
 
 __all__ = ["ErrorMatcher", "StreamErrorRetryProcessor", "TransientKind", "is_auth_error", "transient_kind"]
 
@@ -83,6 +87,8 @@ class StreamErrorRetryProcessor(ProcessorBase):
         initial_delay: Seconds before the first retry when the provider gave no ``Retry-After``.
         backoff: Factor applied to the delay for each further retry of the same call.
         max_delay: Cap on any delay, including one the provider asked for with ``Retry-After``.
+        policy: The backoff as a :class:`~procflow.workflows.RetryPolicy` (``attempts - 1`` retries,
+            its delays and ``jitter``), in place of the four options above.
         matchers: Extra errors to retry: regexes searched in the error text, or predicates.
         retry_transient: Retry the built-in transient kinds (``False``: only what ``matchers`` match).
         sleep: The async sleep used for delays (``anyio.sleep``; inject a fake in tests).
@@ -101,6 +107,7 @@ class StreamErrorRetryProcessor(ProcessorBase):
         initial_delay: float = 1.0,
         backoff: float = 2.0,
         max_delay: float = 30.0,
+        policy: RetryPolicy | None = None,
         matchers: Sequence[ErrorMatcher] = (),
         retry_transient: bool = True,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
@@ -114,11 +121,19 @@ class StreamErrorRetryProcessor(ProcessorBase):
             raise ConfigurationError("StreamErrorRetryProcessor: initial_delay and max_delay must be >= 0")
         if backoff < 1:
             raise ConfigurationError(f"StreamErrorRetryProcessor: backoff must be >= 1, got {backoff}")
+        if policy is None:
+            # procflow.workflows imports the processors package, so it is imported when first needed.
+            from procflow.workflows import RetryPolicy
+
+            policy = RetryPolicy(
+                attempts=max_retries + 1, initial_delay=initial_delay, backoff=backoff, max_delay=max_delay
+            )
         self.id = id
-        self.max_retries = max_retries
-        self.initial_delay = initial_delay
-        self.backoff = backoff
-        self.max_delay = max_delay
+        self.policy = policy
+        self.max_retries = policy.attempts - 1
+        self.initial_delay = policy.initial_delay
+        self.backoff = policy.backoff
+        self.max_delay = policy.max_delay
         self.retry_transient = retry_transient
         self._sleep = sleep
         self._patterns: list[re.Pattern[str]] = []
@@ -156,8 +171,8 @@ class StreamErrorRetryProcessor(ProcessorBase):
         """Seconds to wait before retry number ``attempt`` (0 for the first retry) after ``error``."""
         asked = error.retry_after if isinstance(error, APICallError) else None
         if asked is not None:
-            return min(asked, self.max_delay)
-        return min(self.initial_delay * self.backoff**attempt, self.max_delay)
+            return min(asked, self.policy.max_delay)
+        return self.policy.delay(attempt + 1)
 
     async def process_api_error(self, args: ProcessAPIErrorArgs) -> ProcessAPIErrorResult | None:
         """Wait, then ask for a retry, while the error is transient and retries remain for this step."""
