@@ -150,7 +150,7 @@ def _status_from_code(code: str | None) -> int | None:
 
 def is_error_body(data: Any) -> bool:
     """Whether a 200 answer (or stream event) is an error object rather than an answer."""
-    if not isinstance(data, dict) or "error" not in data:
+    if not isinstance(data, dict) or not data.get("error"):
         return False
     return not data.get("choices") and "content" not in data
 
