@@ -10,6 +10,7 @@ from procflow.messages.results import FinishReason, Usage
 from procflow.models._anthropic_wire import stop_reason, usage_from
 from procflow.models._errors import (
     api_error_from_body,
+    describe_error,
     is_error_body,
     parse_args,
     parse_partial_args,
@@ -136,8 +137,11 @@ class AnthropicStreamState:
         """Return the ``finish`` chunk at the end of the stream; raise if the model had not finished."""
         if self._finish is None and not self._stopped:
             raise APIConnectionError(
-                f"anthropic stream from {self._url} ended before the model finished "
-                "(no stop_reason, no message_stop)",
+                describe_error(
+                    _PROVIDER,
+                    f"stream from {self._url}",
+                    "ended before the model finished (no stop_reason, no message_stop)",
+                ),
                 provider=_PROVIDER,
                 url=self._url,
             )

@@ -10,6 +10,7 @@ from procflow.messages.chunk import Chunk
 from procflow.messages.results import FinishReason, Usage
 from procflow.models._errors import (
     api_error_from_body,
+    describe_error,
     is_error_body,
     parse_args,
     parse_partial_args,
@@ -156,8 +157,11 @@ class OpenAIStreamState:
         """Return the last chunks once the stream is over; raise if it stopped before the model finished."""
         if self._finish is None and not self._done:
             raise APIConnectionError(
-                f"{self._provider} stream from {self._url} ended before the model finished "
-                "(no finish_reason and no [DONE])",
+                describe_error(
+                    self._provider,
+                    f"stream from {self._url}",
+                    "ended before the model finished (no finish_reason and no [DONE])",
+                ),
                 provider=self._provider,
                 url=self._url,
             )
