@@ -3,12 +3,15 @@ redirects, Retry-After dates and the per-call deadline."""
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
+import anyio.abc
 import httpx
 import pytest
 
@@ -364,3 +367,28 @@ def test_deadline_must_be_positive(provider: str, deadline: float) -> None:
     model_class: Any = OpenAICompatibleModel if provider == "openai" else AnthropicModel
     with pytest.raises(ConfigurationError, match="deadline"):
         model_class("m", base_url="http://localhost:1/v1", deadline=deadline)
+
+
+async def test_deadline_ends_a_byte_trickle(provider: str) -> None:
+    """A raw server sending one byte every 20 ms (no event ever completes) is cut at the deadline."""
+
+    async def trickle(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stream.receive()
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+            await stream.send(head)
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                for byte in b"data: " + b"x" * 10_000:
+                    await stream.send(b"1\r\n" + bytes([byte]) + b"\r\n")
+                    await anyio.sleep(0.02)
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    model_class: Any = OpenAICompatibleModel if provider == "openai" else AnthropicModel
+    model = model_class("m", base_url=f"http://127.0.0.1:{port}/v1", timeout=5.0, deadline=0.5)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, trickle)
+        with pytest.raises(APITimeoutError, match="deadline"):
+            await collect(model)
+        await model.aclose()
+        group.cancel_scope.cancel()
