@@ -170,6 +170,9 @@ class FakeProviderServer:
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=1,
+            # Longer than httpx's 5 s keep-alive expiry, so an idle client connection is always dropped
+            # by the client first: no request races a server-side close.
+            timeout_keep_alive=60,
         )
         server = _Server(config)
 
