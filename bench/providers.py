@@ -1,26 +1,34 @@
-"""Provider benchmarks: per-chunk cost of the OpenAI-compatible stream parser against the fake server.
+"""Provider benchmarks against the fake server on 127.0.0.1.
 
-The baseline is the floor every SSE client pays on the same bytes: ``httpx`` + ``httpx-sse`` reading
-the events and ``json.loads`` of each one. The measured path is ``OpenAICompatibleModel.stream()``
-turning the same events into procflow chunks. Both read one pre-rendered answer from the fake
-provider on 127.0.0.1, over the same reused connection, so the difference is the parser's own cost.
+1. Per-chunk cost of the OpenAI-compatible stream parser. The baseline is the floor every SSE client
+   pays on the same bytes: ``httpx`` + ``httpx-sse`` reading the events and ``json.loads`` of each one.
+   The measured path is ``OpenAICompatibleModel.stream()`` turning the same events into procflow
+   chunks. Both read one pre-rendered answer over the same reused connection, so the difference is the
+   parser's own cost.
+2. Connection reuse: sequential ``generate()`` calls on one model (its own client, one connection),
+   against the former behaviour, a new ``httpx.AsyncClient`` (and connection) per call. The fake server
+   counts the TCP connections it accepts.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
 from httpx_sse import EventSource
 
-from bench._harness import time_async
+from bench._harness import summarize, time_async
 from procflow.messages.prompt import PromptMessage, PromptText
 from procflow.models import ModelRequest, OpenAICompatibleModel
 from procflow.testing import FakeProviderServer, FakeReply, RecordedRequest
 
 SIZES = {"full": (20_000, 7), "tiny": (200, 2)}
 """Text deltas per streamed answer, repetitions."""
+
+CALLS = {"full": (100, 5), "tiny": (5, 1)}
+"""Sequential generate() calls per measurement, repetitions (before and after interleaved)."""
 
 BUDGET_US = 2.0
 """Allowed parser cost per chunk above the bare SSE + JSON floor, in microseconds."""
@@ -37,7 +45,61 @@ async def _rendered_stream(server: FakeProviderServer, client: httpx.AsyncClient
 
 
 async def run(size: str = "full") -> list[dict[str, Any]]:
-    """Measure per-chunk stream parsing cost against the bare SSE + JSON floor."""
+    """Measure the stream parser's per-chunk cost and the gain of connection reuse."""
+    return [await _parser_row(size), await _reuse_row(size)]
+
+
+async def _timed_calls(server: FakeProviderServer, calls: int, call: Any) -> tuple[float, int]:
+    """Seconds per call and connections opened for ``calls`` sequential calls of ``call()``."""
+    server.reset()
+    server.add(*(FakeReply(text="Hello there.") for _ in range(calls)))
+    start = time.perf_counter()
+    for _ in range(calls):
+        await call()
+    return (time.perf_counter() - start) / calls, server.connections
+
+
+async def _reuse_row(size: str) -> dict[str, Any]:
+    calls, repeat = CALLS[size]
+    before: list[float] = []
+    after: list[float] = []
+    async with FakeProviderServer() as server:
+
+        async def client_per_call() -> None:
+            # What every call did before: open a client (and a connection), send, close it.
+            async with httpx.AsyncClient() as client:
+                await OpenAICompatibleModel("bench", base_url=server.base_url, client=client).generate(
+                    REQUEST
+                )
+
+        async with OpenAICompatibleModel("bench", base_url=server.base_url) as model:
+
+            async def reused() -> None:
+                await model.generate(REQUEST)
+
+            for _ in range(repeat):
+                seconds, opened_before = await _timed_calls(server, calls, client_per_call)
+                before.append(seconds)
+                await model.aclose()  # each repetition starts cold: its first call connects
+                seconds, opened_after = await _timed_calls(server, calls, reused)
+                after.append(seconds)
+    base, ours = summarize(before), summarize(after)
+    return {
+        "group": "providers",
+        "name": f"{calls} sequential generate() calls on one model: latency per call (connection reuse)",
+        "value": ours.median * 1e6,
+        "unit": "µs/call",
+        "baseline": base.median * 1e6,
+        "baseline_name": "a new httpx client per call, as before (µs)",
+        "ratio": ours.median / base.median if base.median else None,
+        "budget": f"1 connection for {calls} calls",
+        "passed": opened_after == 1,
+        "spread": ours.spread,
+        "note": f"connections opened: {opened_before} before, {opened_after} after",
+    }
+
+
+async def _parser_row(size: str) -> dict[str, Any]:
     deltas, repeat = SIZES[size]
     async with FakeProviderServer() as server, httpx.AsyncClient() as client:
         payload = (await _rendered_stream(server, client, deltas)).decode()
@@ -66,18 +128,16 @@ async def run(size: str = "full") -> list[dict[str, Any]]:
     base_us = base.median / events * 1e6
     ours_us = ours.median / events * 1e6
     extra = ours_us - base_us
-    return [
-        {
-            "group": "providers",
-            "name": f"OpenAI-compatible stream parser, {deltas:,} text deltas over a socket: cost per chunk",
-            "value": ours_us,
-            "unit": "µs/chunk",
-            "baseline": base_us,
-            "baseline_name": "httpx-sse + json.loads per event (µs)",
-            "ratio": ours_us / base_us if base_us else None,
-            "budget": f"≤ {BUDGET_US:g} µs per chunk above the SSE + JSON floor",
-            "passed": extra <= BUDGET_US,
-            "spread": ours.spread,
-            "note": f"parser adds {extra:.2f} µs per chunk",
-        }
-    ]
+    return {
+        "group": "providers",
+        "name": f"OpenAI-compatible stream parser, {deltas:,} text deltas over a socket: cost per chunk",
+        "value": ours_us,
+        "unit": "µs/chunk",
+        "baseline": base_us,
+        "baseline_name": "httpx-sse + json.loads per event (µs)",
+        "ratio": ours_us / base_us if base_us else None,
+        "budget": f"≤ {BUDGET_US:g} µs per chunk above the SSE + JSON floor",
+        "passed": extra <= BUDGET_US,
+        "spread": ours.spread,
+        "note": f"parser adds {extra:.2f} µs per chunk",
+    }

@@ -3,20 +3,34 @@
 ::
 
     ProcflowError
-    ├── ConfigurationError (ValueError)      bad constructor or call arguments
-    │   ├── UnknownModelError                a model id names no known provider
-    │   └── MissingAPIKeyError               a provider needs a key that is not set
-    ├── ProcessorResultError (TypeError)     a processor hook returned something the runner cannot use
-    ├── WorkflowDefinitionError (ValueError) a workflow cannot be compiled (says how to fix it)
-    ├── WorkflowRunError                     a workflow step failed at run time
-    │   └── BranchConflictError              merge_branches() found two different edits of one part
-    ├── ToolError                            a tool could not be called
-    │   └── ToolArgumentsError (ValueError)  the model's arguments do not fit the tool's schema
-    ├── PatternTimeoutError (TimeoutError)   a user regex ran past its timeout
-    ├── TokenizerDataError (RuntimeError)    the offline tokenizer data is missing or not the expected file
-    └── ModelError                           a model call failed
-        ├── APICallError                     transport or HTTP failure, with status, body and retryability
-        └── InvalidResponseError             the provider sent malformed JSON or SSE
+    ├── ConfigurationError (ValueError)        bad constructor or call arguments, bad input messages
+    │   ├── UnknownModelError                  a model id names no known provider
+    │   ├── MissingAPIKeyError                 a provider needs a key that is not set
+    │   └── PipelineLoadError                  (cli) a --pipeline reference cannot be loaded
+    ├── ConversationFormatError (ValueError)   (cli) a line of the input file is not a conversation
+    ├── ChunkTypeError (ValueError)            a custom chunk's type does not start with ``data-``
+    ├── StreamStateError (RuntimeError)        a stream read by a second consumer, or its result read early
+    ├── ScriptExhaustedError (RuntimeError)    (testing) a scripted model was called more often than scripted
+    ├── ProcessorResultError (TypeError)       a processor hook returned something the runner cannot use
+    ├── WorkflowDefinitionError (ValueError)   a workflow cannot be compiled (says how to fix it)
+    ├── WorkflowRunError                       a workflow step failed at run time
+    │   └── BranchConflictError                merge_branches() found two different edits of one part
+    ├── ToolError                              a tool could not be called
+    │   └── ToolArgumentsError (ValueError)    the model's arguments do not fit the tool's schema
+    ├── PatternTimeoutError (TimeoutError)     a user regex ran past its timeout
+    ├── TokenizerDataError (RuntimeError)      the offline tokenizer data is missing or not the expected file
+    └── ModelError                             a model call failed
+        ├── APICallError                       a call failed; ``kind`` says why, ``is_retryable`` if worth it
+        │   ├── APIConnectionError (ConnectionError)   no answer: refused, reset, dropped or cut-short stream
+        │   │   └── APITimeoutError (TimeoutError)     connect/read timeout, or the call's ``deadline`` passed
+        │   └── APIStatusError                 the server answered with an HTTP error status (``status_code``)
+        │       └── APIRedirectError           the server answered 3xx; ``location`` is where it points
+        └── InvalidResponseError               the provider sent malformed JSON or SSE
+
+An error the provider reports *inside* a streamed answer (HTTP 200) is a plain :class:`APICallError`
+whose ``kind`` comes from the error's code or type. Every transport failure of ``httpx`` maps to
+:class:`APIConnectionError` or :class:`APITimeoutError` (never a raw ``httpx`` exception); the ``httpx``
+exception stays as ``__cause__``.
 
 ``TripWire`` (in :mod:`procflow.messages`) is deliberately *not* part of this tree: it is control flow,
 not a failure, and never reaches the caller of ``generate()``/``stream()``.
@@ -24,12 +38,24 @@ not a failure, and never reaches the caller of ``generate()``/``stream()``.
 
 from __future__ import annotations
 
+import email.utils
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
+    "TRANSIENT_KINDS",
     "APICallError",
+    "APIConnectionError",
+    "APIErrorKind",
+    "APIRedirectError",
+    "APIStatusError",
+    "APITimeoutError",
     "BranchConflictError",
+    "ChunkTypeError",
     "ConfigurationError",
     "InvalidResponseError",
     "MissingAPIKeyError",
@@ -37,12 +63,17 @@ __all__ = [
     "PatternTimeoutError",
     "ProcessorResultError",
     "ProcflowError",
+    "StreamStateError",
     "TokenizerDataError",
     "ToolArgumentsError",
     "ToolError",
     "UnknownModelError",
     "WorkflowDefinitionError",
     "WorkflowRunError",
+    "format_validation_error",
+    "kind_for_status",
+    "parse_retry_after",
+    "retryable_status",
 ]
 
 
@@ -60,6 +91,26 @@ class UnknownModelError(ConfigurationError):
 
 class MissingAPIKeyError(ConfigurationError):
     """A provider needs an API key and none was given; the message names the variable to set."""
+
+
+class ChunkTypeError(ProcflowError, ValueError):
+    """A custom chunk was given a type that does not start with ``data-`` (or no type at all)."""
+
+
+class StreamStateError(ProcflowError, RuntimeError):
+    """A stream was used out of order: read by a second consumer, or its result read before it ended."""
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """Describe what a pydantic validation error found wrong, field by field, without quoting the input.
+
+    Example: ``"role: Input should be 'user', 'assistant', 'system', 'tool' or 'signal'"``.
+    """
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        where = ".".join(str(part) for part in error["loc"]) or "(root)"
+        problems.append(f"{where}: {error['msg']}")
+    return "; ".join(problems) or "invalid value"
 
 
 class ProcessorResultError(ProcflowError, TypeError):
@@ -126,18 +177,112 @@ class ModelError(ProcflowError):
     """A model call failed."""
 
 
+APIErrorKind = Literal[
+    "rate-limit",
+    "overloaded",
+    "timeout",
+    "server-error",
+    "connection",
+    "retryable",
+    "auth",
+    "rejected",
+    "redirect",
+]
+"""Why a provider call failed, decided where the failure is seen (status, error type or code, transport):
+
+``rate-limit`` (429), ``overloaded`` (503, 529), ``timeout`` (408, 504, transport timeouts, the call
+deadline), ``server-error`` (other 5xx), ``connection`` (refused, reset, dropped), ``retryable`` (409, or
+marked retryable without a finer reason) — the transient kinds — and ``auth`` (401, 403), ``rejected``
+(other 4xx, a malformed request) and ``redirect`` (3xx), which a retry does not fix."""
+
+TRANSIENT_KINDS: Final[frozenset[APIErrorKind]] = frozenset(
+    {"rate-limit", "overloaded", "timeout", "server-error", "connection", "retryable"}
+)
+"""The kinds a retry of the same request may fix."""
+
+_AUTH_TYPES = frozenset({"authentication_error", "permission_error", "invalid_api_key", "unauthorized"})
+
+
+def retryable_status(status: int) -> bool:
+    """The one retryable-status rule: 408, 409, 429 and every 5xx may pass when retried (their
+    :func:`kind_for_status` is transient); other statuses will fail the same way again."""
+    return kind_for_status(status) in TRANSIENT_KINDS
+
+
+def kind_for_status(status: int | None, error_type: str | None = None) -> APIErrorKind | None:
+    """Classify an HTTP status and/or a provider error type (``rate_limit_error``, ``overloaded_error``,
+    …); ``None`` when neither says anything."""
+    kind = (error_type or "").lower()
+    if status in (401, 403) or kind in _AUTH_TYPES:
+        return "auth"
+    if status == 429 or "rate_limit" in kind:
+        return "rate-limit"
+    if status in (503, 529) or "overloaded" in kind:
+        return "overloaded"
+    if status in (408, 504) or "timeout" in kind:
+        return "timeout"
+    if (status is not None and status >= 500) or kind in ("api_error", "server_error"):
+        return "server-error"
+    if status == 409:
+        return "retryable"
+    if status is not None and 300 <= status < 400:
+        return "redirect"
+    if (status is not None and 400 <= status < 500) or kind.endswith(
+        ("invalid_request_error", "not_found_error")
+    ):
+        return "rejected"
+    return None
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds the provider asked to wait: ``retry-after-ms``, else ``Retry-After`` in seconds or as an
+    HTTP date (counted from ``now``, default the current time); ``None`` when it did not say.
+
+    ``headers`` must have lower-case keys.
+    """
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT even when it does not say so
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
 class APICallError(ModelError):
-    """A provider call failed in transport or with an HTTP error status.
+    """A provider call failed: in transport, with an HTTP error status, or by an error inside the stream.
+
+    Decide what to do by class (:class:`APIConnectionError`, :class:`APITimeoutError`,
+    :class:`APIStatusError`) or by :attr:`kind`, never by the message text.
 
     Attributes:
-        status_code: HTTP status, or ``None`` for transport failures (connection reset, timeout).
+        kind: Why the call failed (an :data:`APIErrorKind`), set where the failure was seen.
+        status_code: HTTP status, or ``None`` when no error status was received (transport failures,
+            errors reported inside a 200 stream).
         response_body: The raw response body, when one was received.
         response_headers: Response headers (``Retry-After`` among them), lower-cased keys.
-        is_retryable: Whether retrying the same request may succeed (429, 408, 409, 5xx, transport).
+        is_retryable: Whether retrying the same request may succeed (by default: ``kind`` is transient).
+        retry_after: Seconds the provider asked to wait before a retry, when it said.
         error_type: The provider's error type (``rate_limit_error``, ``invalid_request_error``, …).
         error_code: The provider's error code, when it sends one.
         url: The request URL.
+        provider: The provider name.
     """
+
+    _default_kind: APIErrorKind | None = None
 
     def __init__(
         self,
@@ -147,6 +292,8 @@ class APICallError(ModelError):
         response_body: str | None = None,
         response_headers: Mapping[str, str] | None = None,
         is_retryable: bool | None = None,
+        kind: APIErrorKind | None = None,
+        retry_after: float | None = None,
         error_type: str | None = None,
         error_code: str | None = None,
         url: str | None = None,
@@ -158,37 +305,50 @@ class APICallError(ModelError):
         self.status_code = status_code
         self.response_body = response_body
         self.response_headers = {k.lower(): v for k, v in (response_headers or {}).items()}
-        if is_retryable is None:
-            is_retryable = status_code is None or status_code in (408, 409, 429) or status_code >= 500
-        self.is_retryable = is_retryable
+        found = kind or self._default_kind or kind_for_status(status_code, error_type)
+        if found is None:  # nothing known: a failure without an answer, unless told it is final
+            found = "connection" if status_code is None and is_retryable is not False else "rejected"
+        self.kind: APIErrorKind = found
+        self.is_retryable = found in TRANSIENT_KINDS if is_retryable is None else is_retryable
+        self.retry_after = parse_retry_after(self.response_headers) if retry_after is None else retry_after
         self.error_type = error_type
         self.error_code = error_code
         self.url = url
         self.provider = provider
         self.data = data
 
-    @property
-    def retry_after(self) -> float | None:
-        """Seconds the provider asked to wait (``Retry-After`` / ``retry-after-ms``), when it said."""
-        ms = self.response_headers.get("retry-after-ms")
-        if ms is not None:
-            try:
-                return max(0.0, float(ms) / 1000.0)
-            except ValueError:
-                pass
-        value = self.response_headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            return None
-
     def __repr__(self) -> str:
         return (
-            f"APICallError({self.message!r}, status_code={self.status_code}, "
+            f"{type(self).__name__}({self.message!r}, kind={self.kind!r}, status_code={self.status_code}, "
             f"is_retryable={self.is_retryable}, error_type={self.error_type!r})"
         )
+
+
+class APIConnectionError(APICallError, ConnectionError):
+    """No (complete) answer: the connection was refused, reset or dropped, or the stream was cut short."""
+
+    _default_kind: APIErrorKind | None = "connection"
+
+
+class APITimeoutError(APIConnectionError, TimeoutError):
+    """The server did not answer in time: a connect or read timeout, or the call's ``deadline`` passed."""
+
+    _default_kind: APIErrorKind | None = "timeout"
+
+
+class APIStatusError(APICallError):
+    """The server answered with an HTTP error status; :attr:`status_code` is always set."""
+
+    status_code: int
+
+
+class APIRedirectError(APIStatusError):
+    """The server answered with a redirect (3xx), which procflow does not follow (the API key would go
+    along); :attr:`location` is where it points — set the model's ``base_url`` to it if it is right."""
+
+    def __init__(self, message: str, *, location: str | None = None, **fields: Any) -> None:
+        super().__init__(message, **fields)
+        self.location = location
 
 
 class InvalidResponseError(ModelError):

@@ -9,7 +9,13 @@ import pytest
 
 from procflow.agent import Agent
 from procflow.engine import RunContext
-from procflow.errors import APICallError, ConfigurationError
+from procflow.errors import (
+    APICallError,
+    APIConnectionError,
+    APITimeoutError,
+    ConfigurationError,
+    retryable_status,
+)
 from procflow.messages import MessageList
 from procflow.processors import (
     ProcessAPIErrorArgs,
@@ -19,6 +25,7 @@ from procflow.processors import (
     transient_kind,
 )
 from procflow.testing import ScriptedModel, ScriptedStep, run_api_error
+from procflow.workflows import RetryPolicy
 
 
 class Sleeps:
@@ -49,13 +56,14 @@ def http(status: int, message: str = "error", **fields: Any) -> APICallError:
         (APICallError("stream error", error_type="overloaded_error", is_retryable=True), "overloaded"),
         (APICallError("stream error", error_type="rate_limit_error", is_retryable=True), "rate-limit"),
         (APICallError("stream error", error_type="api_error", is_retryable=True), "server-error"),
-        (APICallError("openai request to http://x timed out (ReadTimeout)"), "timeout"),
-        (APICallError("connection broke while reading the response"), "connection"),
-        (APICallError("request failed: RemoteProtocolError"), "connection"),
+        (APITimeoutError("openai request timed out"), "timeout"),
+        (APIConnectionError("openai connection broke"), "connection"),
+        (APICallError("no status, no type: a failure without an answer"), "connection"),
+        (APICallError("stream error", kind="overloaded"), "overloaded"),
+        (APICallError("marked retryable by its maker", status_code=400, is_retryable=True), "retryable"),
         (TimeoutError(), "timeout"),
         (ConnectionResetError(104, "Connection reset by peer"), "connection"),
-        (OSError("read ECONNRESET"), "connection"),
-        (RuntimeError("upstream overloaded, try later"), "overloaded"),
+        (ConnectionAbortedError(), "connection"),
     ],
 )
 def test_transient_errors_are_classified(error: BaseException, kind: str) -> None:
@@ -74,11 +82,15 @@ def test_transient_errors_are_classified(error: BaseException, kind: str) -> Non
         APICallError("stream error", error_type="authentication_error", is_retryable=True),
         APICallError("stream error", error_type="invalid_request_error", is_retryable=False),
         http(400, "prompt is too long; timeout would not help"),
+        APICallError("overloaded, rate limit, timed out: words only", kind="rejected"),
+        APIConnectionError("bad header value", kind="rejected"),
         ValueError("bad argument"),
+        RuntimeError("upstream overloaded, try later"),
+        OSError("read ECONNRESET"),
     ],
 )
 def test_rejections_and_auth_errors_are_not_transient(error: BaseException) -> None:
-    """Rejected requests, authentication failures and programming errors are not transient."""
+    """Rejected requests, auth failures and other exceptions are not transient, whatever their text says."""
     assert transient_kind(error) is None
 
 
@@ -288,3 +300,33 @@ async def test_agent_retry_budget_follows_max_retries() -> None:
     result = await agent.generate("hi")
     assert result.text == "Done."
     assert sleeps.calls == [0.1, 0.2, 0.4]
+
+
+# -- one backoff, one retryable-status rule ------------------------------------------------------------
+
+
+def test_one_retryable_status_rule() -> None:
+    """Every status is judged by one rule, the same for the error, the classifier and the processor."""
+    processor = StreamErrorRetryProcessor()
+    for status in range(300, 600):
+        error = http(status)
+        expected = status in (408, 409, 429) or status >= 500
+        assert retryable_status(status) is expected
+        assert error.is_retryable is expected
+        assert (transient_kind(error) is not None) is expected
+        assert (processor.reason(error) is not None) is expected
+
+
+async def test_backoff_comes_from_a_retry_policy() -> None:
+    """A workflow RetryPolicy gives the retry count and delays; Retry-After is still capped by it."""
+    sleeps = Sleeps()
+    policy = RetryPolicy(attempts=3, initial_delay=0.5, backoff=3.0, max_delay=1.0)
+    processor = StreamErrorRetryProcessor(policy=policy, sleep=sleeps)
+    state: dict[str, Any] = {}
+    outcomes = [await run_api_error(processor, http(500), ["hi"], state=state) for _ in range(3)]
+    assert [o.retry for o in outcomes] == [True, True, False]
+    assert sleeps.calls == [0.5, 1.0]
+    assert processor.delay(http(429, response_headers={"Retry-After": "60"}), 0) == 1.0
+    assert StreamErrorRetryProcessor(max_retries=2, initial_delay=0.25).policy == RetryPolicy(
+        attempts=3, initial_delay=0.25, backoff=2.0, max_delay=30.0
+    )

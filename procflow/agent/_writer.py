@@ -33,5 +33,6 @@ class ChunkWriter:
         self._start = start
 
     async def custom(self, chunk: Mapping[str, Any] | Chunk) -> None:
-        """Emit one ``data-*`` chunk; raise ``ValueError`` when its type does not start with ``data-``."""
+        """Emit one ``data-*`` chunk; raise ``ChunkTypeError`` (a ``ValueError``)
+        when its type does not start with ``data-``."""
         self._pending.append((self._start, coerce_custom_chunk(chunk)))

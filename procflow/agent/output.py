@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
 
+from procflow.errors import StreamStateError
 from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
 from procflow.messages.message_list import MessageList, UIMessage
@@ -106,7 +107,7 @@ class StreamOutput:
 
     def _take(self, name: str) -> None:
         if self._taken is not None and self._taken != name:
-            raise RuntimeError(
+            raise StreamStateError(
                 f"this stream is already consumed through {self._taken}; a stream has one consumer. "
                 "Read output.text / output.steps after it ends, or await output.consume()"
             )
@@ -157,10 +158,11 @@ class StreamOutput:
 
     @property
     def result(self) -> GenerateResult:
-        """The call's result; raises ``RuntimeError`` until the stream has been consumed."""
+        """The call's result; raises ``StreamStateError`` (a ``RuntimeError``) until the
+        stream has been consumed."""
         result = self._run.result
         if result is None:
-            raise RuntimeError(
+            raise StreamStateError(
                 "the stream has not finished yet: iterate output.full_stream to the end or "
                 "await output.consume() first"
             )

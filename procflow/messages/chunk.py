@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from procflow.errors import ChunkTypeError
+
 __all__ = ["CHUNK_TYPES", "Chunk", "is_data_type"]
 
 CHUNK_TYPES = frozenset(
@@ -65,7 +67,7 @@ class Chunk:
     def data(cls, type: str, data: Any, *, transient: bool = False) -> Chunk:
         """Build a ``data-*`` chunk; ``type`` must start with ``data-``."""
         if not type.startswith("data-"):
-            raise ValueError(f"custom chunk type {type!r} must start with 'data-' (e.g. 'data-status')")
+            raise ChunkTypeError(f"custom chunk type {type!r} must start with 'data-' (e.g. 'data-status')")
         return cls(type, {"data": data}, transient)
 
     @property

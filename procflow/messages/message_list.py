@@ -6,8 +6,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from procflow.errors import ConfigurationError, format_validation_error
 from procflow.messages._copying import clone_message
 from procflow.messages._to_prompt import message_to_prompt
 from procflow.messages.message import Message, MessageContent, SignalInfo
@@ -36,16 +37,29 @@ class UIMessage(BaseModel):
     created_at: datetime | None = None
 
 
+_EXAMPLE = "{'role': 'user', 'content': 'Hi'}"
+
+
 def _coerce(message: MessageInput) -> Message:
     if isinstance(message, Message):
         return message
     if isinstance(message, str):
         return Message.user(message)
+    if not isinstance(message, Mapping):
+        raise ConfigurationError(
+            f"a message must be a string, a Message or a mapping such as {_EXAMPLE}, got a "
+            f"{type(message).__name__}"
+        )
     data = dict(message)
     content = data.get("content")
     if isinstance(content, str):
         data["content"] = {"parts": [{"type": "text", "text": content}], "content": None}
-    return Message.model_validate(data)
+    try:
+        return Message.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigurationError(
+            f"invalid message ({format_validation_error(exc)}); a message looks like {_EXAMPLE}"
+        ) from None
 
 
 class MessageList:

@@ -6,15 +6,18 @@ import re
 from collections.abc import Mapping
 from xml.sax.saxutils import escape, quoteattr
 
+from procflow.errors import ConfigurationError
+
 __all__ = ["render_signal", "validate_xml_name"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
 def validate_xml_name(name: str, *, what: str) -> str:
-    """Return ``name`` if it is a valid XML tag/attribute name, else raise ``ValueError`` saying why."""
+    """Return ``name`` if it is a valid XML tag/attribute name, else raise ``ConfigurationError`` (a
+    ``ValueError``) saying why."""
     if not _NAME.match(name) or name.lower().startswith("xml"):
-        raise ValueError(
+        raise ConfigurationError(
             f"invalid signal {what} {name!r}: use letters, digits, '_', '-' or '.', starting with a letter "
             "or '_' (and not starting with 'xml'), e.g. 'system-reminder'"
         )

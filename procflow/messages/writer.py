@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from procflow.errors import ChunkTypeError
 from procflow.messages.chunk import Chunk
 
 __all__ = ["StreamWriter", "coerce_custom_chunk"]
@@ -23,13 +24,17 @@ def coerce_custom_chunk(chunk: Mapping[str, Any] | Chunk) -> Chunk:
     """Validate and convert what ``writer.custom()`` received into a :class:`Chunk`.
 
     Raises:
-        ValueError: the type does not start with ``data-`` or the mapping has no ``type``.
+        ChunkTypeError: the type does not start with ``data-`` or the mapping has no ``type``.
     """
     if isinstance(chunk, Chunk):
         if not chunk.is_data:
-            raise ValueError(f"custom chunk type {chunk.type!r} must start with 'data-' (e.g. 'data-status')")
+            raise ChunkTypeError(
+                f"custom chunk type {chunk.type!r} must start with 'data-' (e.g. 'data-status')"
+            )
         return chunk
     kind = chunk.get("type")
     if not isinstance(kind, str):
-        raise ValueError("a custom chunk needs a 'type' starting with 'data-', e.g. {'type': 'data-status'}")
+        raise ChunkTypeError(
+            "a custom chunk needs a 'type' starting with 'data-', e.g. {'type': 'data-status'}"
+        )
     return Chunk.data(kind, chunk.get("data"), transient=bool(chunk.get("transient", False)))

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from procflow.errors import APICallError, InvalidResponseError
+from procflow.errors import APIConnectionError, InvalidResponseError
 from procflow.messages.chunk import Chunk
 from procflow.messages.results import FinishReason, Usage
 from procflow.models._anthropic_wire import stop_reason, usage_from
-from procflow.models._errors import api_error_from_body, parse_args, read_stream_event
+from procflow.models._errors import (
+    api_error_from_body,
+    describe_error,
+    is_error_body,
+    parse_args,
+    parse_partial_args,
+    read_stream_event,
+)
 
 __all__ = ["AnthropicStreamState"]
 
@@ -25,9 +32,18 @@ class _ToolBlock:
         self.initial: dict[str, Any] = dict(block.get("input") or {})
         self.parts: list[str] = []
 
-    def chunk(self) -> Chunk:
+    def chunk(self, *, truncated: bool = False) -> Chunk | None:
+        """The ``tool-call`` chunk; with ``truncated`` (the model hit its token limit) ``None`` when the
+        input is incomplete."""
         text = "".join(self.parts)
-        args = parse_args(text, provider=_PROVIDER, tool_name=self.name) if text else self.initial
+        if not text:
+            args: dict[str, Any] | None = self.initial
+        elif truncated:
+            args = parse_partial_args(text, provider=_PROVIDER, tool_name=self.name)
+        else:
+            args = parse_args(text, provider=_PROVIDER, tool_name=self.name)
+        if args is None:
+            return None
         return Chunk("tool-call", {"tool_call_id": self.id, "tool_name": self.name, "args": args})
 
 
@@ -37,22 +53,31 @@ class AnthropicStreamState:
     Text and thinking deltas pass through (a thinking block's signature arrives as a ``reasoning-delta``
     with empty text and a ``"signature"``); ``tool_use`` blocks become one ``tool-call`` chunk each when
     the block stops; usage is taken from ``message_start`` and updated by ``message_delta``.
+
+    A ``tool_use`` block whose input is incomplete when it stops is held back until the stop reason
+    arrives: with ``max_tokens`` (finish reason ``length``) it is dropped, otherwise it is malformed.
     """
 
-    __slots__ = ("_finish", "_stopped", "_tools", "_url", "_usage")
+    __slots__ = ("_finish", "_incomplete", "_stopped", "_tools", "_url", "_usage")
 
     def __init__(self, *, url: str) -> None:
         self._url = url
         self._tools: dict[int, _ToolBlock] = {}
+        self._incomplete: list[_ToolBlock] = []
         self._finish: FinishReason | None = None
         self._usage = Usage()
         self._stopped = False
 
     def feed(self, data: str) -> list[Chunk]:
-        """Return the chunks one SSE ``data`` field yields."""
+        """Return the chunks one SSE ``data`` field yields (none for empty data: a ping, keep-alive or
+        ``retry:``/``id:``-only event)."""
+        if not data:
+            return _NO_CHUNKS
         return read_stream_event(data, self._read, provider=_PROVIDER)
 
     def _read(self, event: dict[str, Any]) -> list[Chunk]:
+        if event.get("type") == "error" or is_error_body(event):
+            raise api_error_from_body(event, provider=_PROVIDER, url=self._url)
         kind = event["type"]
         if kind == "content_block_delta":
             return self._delta(event["index"], event["delta"])
@@ -67,7 +92,14 @@ class AnthropicStreamState:
             return _NO_CHUNKS
         if kind == "content_block_stop":
             tool = self._tools.pop(event["index"], None)
-            return [tool.chunk()] if tool is not None else _NO_CHUNKS
+            if tool is None:
+                return _NO_CHUNKS
+            try:
+                chunk = tool.chunk()
+            except InvalidResponseError:  # cut off by max_tokens, or malformed: the stop reason tells
+                self._incomplete.append(tool)
+                return _NO_CHUNKS
+            return [chunk] if chunk is not None else _NO_CHUNKS
         if kind == "message_start":
             message = event["message"]
             self._usage = usage_from(message.get("usage"), self._usage)
@@ -81,8 +113,6 @@ class AnthropicStreamState:
         if kind == "message_stop":
             self._stopped = True
             return _NO_CHUNKS
-        if kind == "error":
-            raise api_error_from_body(event, provider=_PROVIDER, url=self._url)
         return _NO_CHUNKS  # ``ping`` and event types added later
 
     def _delta(self, index: int, delta: dict[str, Any]) -> list[Chunk]:
@@ -106,14 +136,22 @@ class AnthropicStreamState:
     def end(self) -> list[Chunk]:
         """Return the ``finish`` chunk at the end of the stream; raise if the model had not finished."""
         if self._finish is None and not self._stopped:
-            raise APICallError(
-                f"anthropic stream from {self._url} ended before the model finished "
-                "(no stop_reason, no message_stop)",
+            raise APIConnectionError(
+                describe_error(
+                    _PROVIDER,
+                    f"stream from {self._url}",
+                    "ended before the model finished (no stop_reason, no message_stop)",
+                ),
                 provider=_PROVIDER,
                 url=self._url,
-                is_retryable=True,
             )
-        out = [tool.chunk() for tool in self._tools.values()]
+        truncated = self._finish == "length"
+        out: list[Chunk] = []
+        for tool in [*self._incomplete, *self._tools.values()]:
+            chunk = tool.chunk(truncated=truncated)
+            if chunk is not None:
+                out.append(chunk)
         self._tools.clear()
+        self._incomplete.clear()
         out.append(Chunk("finish", {"finish_reason": self._finish or "unknown", "usage": self._usage}))
         return out

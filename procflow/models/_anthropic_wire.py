@@ -208,7 +208,10 @@ def parse_response(data: Any) -> ModelResponse:
         reasoning: list[str] = []
         signature: str | None = None
         calls: list[ToolCall] = []
-        for block in data["content"]:
+        blocks = list(data["content"])
+        if data.get("stop_reason") == "max_tokens" and blocks and blocks[-1].get("type") == "tool_use":
+            blocks.pop()  # cut off inside its input by max_tokens: incomplete, never executed
+        for block in blocks:
             kind = block["type"]
             if kind == "text":
                 text.append(block["text"])

@@ -1,4 +1,8 @@
-"""Mapping transport failures, HTTP error responses and stream errors to procflow errors."""
+"""Mapping transport failures, HTTP error responses and stream errors to procflow errors.
+
+Every provider error's text is built by :func:`describe_error`, and every kind is decided here, at the
+boundary, so the processors that react to errors read ``kind`` and never the text.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,18 @@ from typing import Any, TypeVar
 
 import httpx
 
-from procflow.errors import APICallError, InvalidResponseError
+from procflow._logging import log
+from procflow.errors import (
+    APICallError,
+    APIConnectionError,
+    APIErrorKind,
+    APIRedirectError,
+    APIStatusError,
+    APITimeoutError,
+    InvalidResponseError,
+    kind_for_status,
+    parse_retry_after,
+)
 
 T = TypeVar("T")
 
@@ -16,8 +31,11 @@ __all__ = [
     "api_error_from_body",
     "api_error_from_response",
     "api_error_from_transport",
+    "describe_error",
+    "is_error_body",
     "parse_args",
     "parse_json",
+    "parse_partial_args",
     "read_stream_event",
     "status_for_error_type",
 ]
@@ -25,7 +43,7 @@ __all__ = [
 _MAX_BODY_IN_MESSAGE = 300
 
 # Anthropic (and some gateways) name errors by type only; this gives them an HTTP-like status so
-# retryability is judged the same way for errors sent inside a 200 stream.
+# they are judged the same way as HTTP errors, with the same hints.
 _STATUS_BY_ERROR_TYPE = {
     "invalid_request_error": 400,
     "authentication_error": 401,
@@ -47,10 +65,56 @@ _HINTS = {
     429: "rate limited; retry later",
 }
 
+_NO_VALUE = frozenset({"", "none", "null"})
+
+# What each httpx transport failure means; the nearest listed class in the exception's MRO wins.
+_TRANSPORT: dict[type[httpx.TransportError], tuple[type[APIConnectionError], APIErrorKind, str]] = {
+    httpx.TimeoutException: (APITimeoutError, "timeout", "timed out"),
+    httpx.ConnectTimeout: (APITimeoutError, "timeout", "timed out while connecting"),
+    httpx.PoolTimeout: (APITimeoutError, "timeout", "timed out waiting for a free connection of the client"),
+    httpx.NetworkError: (APIConnectionError, "connection", "lost the connection"),
+    httpx.ConnectError: (
+        APIConnectionError,
+        "connection",
+        "could not connect; is the server running, the base URL right?",
+    ),
+    httpx.RemoteProtocolError: (
+        APIConnectionError,
+        "connection",
+        "connection broke while reading the response",
+    ),
+    httpx.ProxyError: (APIConnectionError, "connection", "the proxy did not forward the request"),
+    httpx.LocalProtocolError: (
+        APIConnectionError,
+        "rejected",
+        "the request is not valid HTTP (check the header values)",
+    ),
+    httpx.UnsupportedProtocol: (
+        APIConnectionError,
+        "rejected",
+        "the URL is not http(s); check the base URL",
+    ),
+}
+
 
 def status_for_error_type(error_type: str | None) -> int | None:
     """Return the HTTP status an error type usually comes with, if known."""
     return _STATUS_BY_ERROR_TYPE.get(error_type or "")
+
+
+def describe_error(
+    provider: str, what: str, detail: str | None = None, *, hint: str | None = None, wait: float | None = None
+) -> str:
+    """The one text of provider errors: ``"{provider} {what}: {detail} ({hint}); the provider asked to
+    wait {wait} s"``, each part only when known."""
+    text = f"{provider} {what}"
+    if detail:
+        text += f": {detail}"
+    if hint:
+        text += f" ({hint})"
+    if wait is not None:
+        text += f"; the provider asked to wait {wait:.3g} s"
+    return text
 
 
 def _shorten(text: str) -> str:
@@ -58,8 +122,15 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_BODY_IN_MESSAGE else text[:_MAX_BODY_IN_MESSAGE] + "…"
 
 
+def _field(value: Any) -> str | None:
+    if value is None or isinstance(value, dict | list):
+        return None
+    text = str(value)
+    return None if text.strip().lower() in _NO_VALUE else text
+
+
 def _error_fields(body: Any) -> tuple[str | None, str | None, str | None]:
-    """Return ``(message, type, code)`` from the error bodies providers send."""
+    """Return ``(message, type, code)`` from the error bodies providers and gateways send."""
     if not isinstance(body, dict):
         return None, None, None
     error = body.get("error", body)
@@ -68,56 +139,90 @@ def _error_fields(body: Any) -> tuple[str | None, str | None, str | None]:
     if not isinstance(error, dict):
         return None, None, None
     message = error.get("message") or body.get("detail") or body.get("message")
-    kind = error.get("type")
-    code = error.get("code")
-    return (
-        str(message) if message is not None else None,
-        str(kind) if kind is not None else None,
-        str(code) if code is not None else None,
-    )
+    return _field(message), _field(error.get("type")), _field(error.get("code"))
+
+
+def _status_from_code(code: str | None) -> int | None:
+    if code is not None and code.isdigit() and 100 <= int(code) <= 599:
+        return int(code)
+    return None
+
+
+def is_error_body(data: Any) -> bool:
+    """Whether a 200 answer (or stream event) is an error object rather than an answer."""
+    if not isinstance(data, dict) or not data.get("error"):
+        return False
+    return not data.get("choices") and "content" not in data
 
 
 def api_error_from_response(
     response: httpx.Response, body: str, *, provider: str, key_env: str | None = None
-) -> APICallError:
-    """Build the :class:`APICallError` for an HTTP error ``response`` whose body text is ``body``."""
+) -> APIStatusError:
+    """Build the error for an HTTP error (or redirect) ``response`` whose body text is ``body``."""
+    headers = dict(response.headers)
+    status = response.status_code
+    url = str(response.request.url)
+    if response.is_redirect or 300 <= status < 400:
+        location = response.headers.get("location")
+        where = f"to {location}" if location else "without a Location header"
+        return APIRedirectError(
+            describe_error(
+                provider,
+                f"redirected the request to {url} (HTTP {status}) {where}",
+                hint="procflow does not follow redirects, so the API key never goes elsewhere; "
+                "set base_url to the new address if it is right",
+            ),
+            location=location,
+            status_code=status,
+            response_body=body,
+            response_headers=headers,
+            url=url,
+            provider=provider,
+        )
     try:
         parsed: Any = json.loads(body) if body else None
     except ValueError:
         parsed = None
     message, kind, code = _error_fields(parsed)
-    status = response.status_code
-    detail = message or _shorten(body) or response.reason_phrase or "no details"
-    text = f"{provider} API returned HTTP {status}: {detail}"
     hint = _HINTS.get(status)
-    if hint:
-        text += f" ({hint.format(env=f' ({key_env})' if key_env else '')})"
-    headers = dict(response.headers)
-    if status == 429 and "retry-after" in headers:
-        text += f"; the provider asked to wait {headers['retry-after']}s"
-    return APICallError(
+    wait = parse_retry_after({k.lower(): v for k, v in headers.items()})
+    text = describe_error(
+        provider,
+        f"API returned HTTP {status}",
+        message or _shorten(body) or response.reason_phrase or "no details",
+        hint=hint.format(env=f" ({key_env})" if key_env else "") if hint else None,
+        wait=wait,
+    )
+    return APIStatusError(
         text,
         status_code=status,
         response_body=body,
         response_headers=headers,
+        retry_after=wait,
         error_type=kind,
         error_code=code,
-        url=str(response.request.url),
+        url=url,
         provider=provider,
         data=parsed,
     )
 
 
 def api_error_from_body(body: Mapping[str, Any], *, provider: str, url: str) -> APICallError:
-    """Build the :class:`APICallError` for an error the provider sent inside a stream."""
+    """Build the error for an error object the provider sent instead of an answer (inside a stream or a
+    200 body), classified by its code (``"400"``) or type (``overloaded_error``)."""
     message, kind, code = _error_fields(dict(body))
-    status = status_for_error_type(kind)
-    retryable = status is None or status in (408, 409, 429) or status >= 500
+    status = _status_from_code(code) or status_for_error_type(kind)
+    found = kind_for_status(status, kind) or kind_for_status(None, code) or "server-error"
+    hint = _HINTS.get(status or 0)
     return APICallError(
-        f"{provider} stream reported an error: {message or 'no details'}",
-        status_code=None,
+        describe_error(
+            provider,
+            "reported an error instead of an answer",
+            message or "no details",
+            hint=hint.format(env="") if hint else None,
+        ),
+        kind=found,
         response_body=json.dumps(body),
-        is_retryable=retryable,
         error_type=kind,
         error_code=code,
         url=url,
@@ -127,19 +232,20 @@ def api_error_from_body(body: Mapping[str, Any], *, provider: str, url: str) -> 
 
 
 def api_error_from_transport(exc: httpx.HTTPError, *, provider: str, url: str) -> APICallError:
-    """Build the :class:`APICallError` for a transport failure (timeout, refused or dropped connection)."""
+    """Build the error for a transport failure (timeout, refused or dropped connection, bad request)."""
     reason = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.TimeoutException):
-        text = f"{provider} request to {url} timed out ({type(exc).__name__}: {reason})"
-    elif isinstance(exc, httpx.ConnectError):
-        text = (
-            f"could not connect to {provider} at {url}: {reason}; is the server running, the base URL right?"
-        )
-    elif isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
-        text = f"{provider} connection broke while reading the response from {url}: {reason}"
-    else:
-        text = f"{provider} request to {url} failed: {type(exc).__name__}: {reason}"
-    return APICallError(text, status_code=None, url=url, provider=provider)
+    for cls in type(exc).__mro__:
+        entry = _TRANSPORT.get(cls)
+        if entry is not None:
+            error_class, kind, what = entry
+            detail = f"{what} ({type(exc).__name__}: {reason})"
+            return error_class(
+                describe_error(provider, f"request to {url}", detail), kind=kind, url=url, provider=provider
+            )
+    detail = f"failed ({type(exc).__name__}: {reason})"
+    return APIConnectionError(
+        describe_error(provider, f"request to {url}", detail), url=url, provider=provider
+    )
 
 
 def parse_json(text: str | bytes, *, provider: str, what: str) -> Any:
@@ -170,23 +276,33 @@ def read_stream_event(data: str, read: Callable[[Any], T], *, provider: str) -> 
         ) from exc
 
 
+def parse_partial_args(text: str, *, provider: str, tool_name: str) -> dict[str, Any] | None:
+    """Parse the arguments of a tool call the model may have been cut off in (it hit its token limit):
+    ``None`` (and a debug log event) when they are incomplete, so the call is dropped, not executed."""
+    try:
+        return parse_args(text, provider=provider, tool_name=tool_name)
+    except InvalidResponseError:
+        log.debug("partial_tool_call_dropped", provider=provider, tool_name=tool_name, chars=len(text))
+        return None
+
+
 def parse_args(text: str, *, provider: str, tool_name: str) -> dict[str, Any]:
     """Parse a tool call's JSON arguments; empty text means no arguments."""
     if not text.strip():
         return {}
     try:
         args = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise InvalidResponseError(
-            f"{provider}: the model called tool {tool_name!r} with arguments that are not valid JSON: "
-            f"{text[:200]!r}",
+            f"{provider}: the model called tool {tool_name!r} with arguments that are not valid JSON "
+            f"({exc.msg} at character {exc.pos} of {len(text)})",
             provider=provider,
             body=text,
         ) from exc
     if not isinstance(args, dict):
         raise InvalidResponseError(
-            f"{provider}: the model called tool {tool_name!r} with arguments that are not a JSON object: "
-            f"{text[:200]!r}",
+            f"{provider}: the model called tool {tool_name!r} with arguments that are not a JSON object "
+            f"(a JSON {type(args).__name__})",
             provider=provider,
             body=text,
         )

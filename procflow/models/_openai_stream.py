@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from procflow.errors import APICallError, InvalidResponseError
+from procflow.errors import APIConnectionError, InvalidResponseError
 from procflow.messages.chunk import Chunk
 from procflow.messages.results import FinishReason, Usage
-from procflow.models._errors import api_error_from_body, parse_args, read_stream_event
+from procflow.models._errors import (
+    api_error_from_body,
+    describe_error,
+    is_error_body,
+    parse_args,
+    parse_partial_args,
+    read_stream_event,
+)
 from procflow.models._openai_wire import finish_reason, usage_from
 
 __all__ = ["OpenAIStreamState"]
@@ -29,7 +36,9 @@ class OpenAIStreamState:
     """Reads one stream's events in order: text and reasoning pass through, tool calls are assembled.
 
     Tool-call argument deltas are collected per ``index`` and emitted as whole ``tool-call`` chunks when
-    the choice finishes (or the stream ends). Usage may come in any event, commonly only the last.
+    the choice finishes (or the stream ends); a call whose arguments are incomplete when the model
+    stopped at its token limit (finish reason ``length``) is dropped. Usage may come in any event,
+    commonly only the last.
     """
 
     __slots__ = (
@@ -56,14 +65,17 @@ class OpenAIStreamState:
         self._emitted_calls = False
 
     def feed(self, data: str) -> list[Chunk]:
-        """Return the chunks one SSE ``data`` field yields."""
+        """Return the chunks one SSE ``data`` field yields (none for empty data: a ping, keep-alive or
+        ``retry:``/``id:``-only event)."""
+        if not data:
+            return _NO_CHUNKS
         if data == "[DONE]":
             self._done = True
             return _NO_CHUNKS
         return read_stream_event(data, self._read, provider=self._provider)
 
     def _read(self, event: dict[str, Any]) -> list[Chunk]:
-        if "error" in event and not event.get("choices"):
+        if is_error_body(event):
             raise api_error_from_body(event, provider=self._provider, url=self._url)
         out: list[Chunk] = []
         if not self._started:
@@ -131,19 +143,27 @@ class OpenAIStreamState:
                     f"{self._provider} streamed a tool call ({call.id}) without a function name",
                     provider=self._provider,
                 )
-            args = parse_args("".join(call.args), provider=self._provider, tool_name=call.name)
+            text = "".join(call.args)
+            if self._finish == "length":  # cut off by the token limit: drop an incomplete call
+                args = parse_partial_args(text, provider=self._provider, tool_name=call.name)
+                if args is None:
+                    continue
+            else:
+                args = parse_args(text, provider=self._provider, tool_name=call.name)
             out.append(Chunk("tool-call", {"tool_call_id": call.id, "tool_name": call.name, "args": args}))
         return out
 
     def end(self) -> list[Chunk]:
         """Return the last chunks once the stream is over; raise if it stopped before the model finished."""
         if self._finish is None and not self._done:
-            raise APICallError(
-                f"{self._provider} stream from {self._url} ended before the model finished "
-                "(no finish_reason and no [DONE])",
+            raise APIConnectionError(
+                describe_error(
+                    self._provider,
+                    f"stream from {self._url}",
+                    "ended before the model finished (no finish_reason and no [DONE])",
+                ),
                 provider=self._provider,
                 url=self._url,
-                is_retryable=True,
             )
         out = list(self._flush_calls())
         reason = self._finish or "unknown"

@@ -14,7 +14,7 @@ from procflow.messages.prompt import (
     PromptToolResult,
 )
 from procflow.messages.results import FinishReason, ToolCall, Usage
-from procflow.models._errors import parse_args
+from procflow.models._errors import parse_args, parse_partial_args
 from procflow.models.base import ModelRequest, ModelResponse
 
 __all__ = ["build_body", "finish_reason", "parse_response", "usage_from"]
@@ -172,24 +172,25 @@ def _reasoning_of(message: dict[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _tool_calls(calls: list[dict[str, Any]], *, provider: str, truncated: bool) -> list[ToolCall]:
+    # With the token limit reached, a call whose arguments are incomplete is dropped, not executed.
+    parse = parse_partial_args if truncated else parse_args
+    out = []
+    for index, call in enumerate(calls):
+        name = call["function"]["name"]
+        args = parse(call["function"].get("arguments") or "", provider=provider, tool_name=name)
+        if args is not None:
+            out.append(ToolCall(call.get("id") or f"call_{index}", name, args))
+    return out
+
+
 def parse_response(data: Any, *, provider: str) -> ModelResponse:
     """Read a whole Chat Completions answer; raise :class:`InvalidResponseError` on an unexpected shape."""
     try:
         choice = data["choices"][0]
         message = choice["message"]
-        calls = [
-            ToolCall(
-                call.get("id") or f"call_{index}",
-                call["function"]["name"],
-                parse_args(
-                    call["function"].get("arguments") or "",
-                    provider=provider,
-                    tool_name=call["function"]["name"],
-                ),
-            )
-            for index, call in enumerate(message.get("tool_calls") or [])
-        ]
         reason = finish_reason(choice.get("finish_reason"))
+        calls = _tool_calls(message.get("tool_calls") or [], provider=provider, truncated=reason == "length")
         if calls and reason in ("stop", "unknown"):
             reason = "tool-calls"  # some local servers report "stop" after tool calls
         return ModelResponse(

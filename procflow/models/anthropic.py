@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Self
 
 import httpx
 
 from procflow.messages.chunk import Chunk
 from procflow.models._anthropic_stream import AnthropicStreamState
 from procflow.models._anthropic_wire import build_body, parse_response
-from procflow.models._http import DEFAULT_TIMEOUT, HTTPConfig, check_base_url, open_sse, post_json
+from procflow.models._http import (
+    DEFAULT_TIMEOUT,
+    HTTPConfig,
+    check_base_url,
+    check_deadline,
+    open_sse,
+    post_json,
+)
 from procflow.models.base import ModelRequest, ModelResponse
 
 __all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicModel"]
@@ -35,9 +44,14 @@ class AnthropicModel:
             :func:`~procflow.models.resolve_model` does (``ANTHROPIC_API_KEY``).
         base_url: The API root including ``/v1``; requests go to ``{base_url}/messages``.
         headers: Extra headers sent with every request (``anthropic-beta``, …).
-        timeout: Seconds or an ``httpx.Timeout``, applied per request.
-        client: A shared ``httpx.AsyncClient``, owned by the caller; without one each call uses its own.
-        transport: An ``httpx`` transport for the per-call clients.
+        timeout: Seconds or an ``httpx.Timeout``, applied per request; for streams the read timeout
+            bounds the wait for each event.
+        deadline: Seconds one whole call may take, from sending the request to the stream's last event;
+            past it the call raises :class:`~procflow.errors.APITimeoutError`. ``None``: no overall limit.
+        client: An ``httpx.AsyncClient`` to send through, owned by the caller (never closed here). Without
+            one, the model keeps its own client per event loop, reused by its calls; close it with
+            ``await model.aclose()`` or ``async with model:``.
+        transport: An ``httpx`` transport for the model's own client.
         default_max_tokens: ``max_tokens`` when the request sets no ``max_output_tokens`` (the API
             requires one).
     """
@@ -53,6 +67,7 @@ class AnthropicModel:
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         default_max_tokens: int = 4096,
+        deadline: float | None = None,
     ) -> None:
         self._model_id = model_id
         all_headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
@@ -67,6 +82,7 @@ class AnthropicModel:
             client=client,
             transport=transport,
             key_env="ANTHROPIC_API_KEY",
+            deadline=check_deadline(deadline, provider="anthropic"),
         )
         self._default_max_tokens = default_max_tokens
 
@@ -106,6 +122,19 @@ class AnthropicModel:
                     yield chunk
             for chunk in state.end():
                 yield chunk
+
+    async def aclose(self) -> None:
+        """Close the model's own HTTP client and its connections (an injected ``client`` stays open: it
+        is yours). The model stays usable: a later call opens a new client."""
+        await self._http.clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model_id!r}, base_url={self.base_url!r})"

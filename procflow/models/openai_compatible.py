@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any, Literal, Self
 
 import httpx
 
 from procflow.messages.chunk import Chunk
-from procflow.models._http import DEFAULT_TIMEOUT, HTTPConfig, check_base_url, open_sse, post_json
+from procflow.models._http import (
+    DEFAULT_TIMEOUT,
+    HTTPConfig,
+    check_base_url,
+    check_deadline,
+    open_sse,
+    post_json,
+)
 from procflow.models._openai_stream import OpenAIStreamState
 from procflow.models._openai_wire import build_body, parse_response
 from procflow.models.base import ModelRequest, ModelResponse
@@ -41,9 +49,15 @@ class OpenAICompatibleModel:
         headers: Extra headers sent with every request (per-call ``ModelRequest.headers`` win).
         timeout: Seconds or an ``httpx.Timeout``, applied per request (also with an injected client);
             for streams the read timeout bounds the wait for each event.
-        client: A shared ``httpx.AsyncClient`` (connection reuse); it stays owned by the caller. Without
-            one, each call opens and closes its own client.
-        transport: An ``httpx`` transport for the per-call clients (e.g. ``httpx.MockTransport``).
+        deadline: Seconds one whole call may take, from sending the request to the stream's last event
+            (time the consumer spends between events included); past it the call raises
+            :class:`~procflow.errors.APITimeoutError`. ``None`` (default): no overall limit, only
+            ``timeout``'s per-read bound — which a server trickling one event just inside it never trips.
+        client: An ``httpx.AsyncClient`` to send through; it stays owned by the caller (never closed
+            here). Without one, the model keeps its own client, made on first use in an event loop and
+            reused by every call in that loop (one connection for sequential calls); close it with
+            ``await model.aclose()`` or ``async with model:``.
+        transport: An ``httpx`` transport for the model's own client (e.g. ``httpx.MockTransport``).
         stream_usage: Ask for usage in streams (``stream_options.include_usage``).
         max_tokens_field: The body field for ``max_output_tokens``; defaults to
             ``max_completion_tokens`` for OpenAI and ``max_tokens`` for other servers.
@@ -62,6 +76,7 @@ class OpenAICompatibleModel:
         transport: httpx.AsyncBaseTransport | None = None,
         stream_usage: bool = True,
         max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None,
+        deadline: float | None = None,
     ) -> None:
         self._model_id = model_id
         self._provider = provider
@@ -77,6 +92,7 @@ class OpenAICompatibleModel:
             client=client,
             transport=transport,
             key_env="OPENAI_API_KEY" if provider == "openai" else None,
+            deadline=check_deadline(deadline, provider=provider),
         )
         self._stream_usage = stream_usage
         self._max_tokens_field = max_tokens_field or (
@@ -124,6 +140,19 @@ class OpenAICompatibleModel:
                     yield chunk
             for chunk in state.end():
                 yield chunk
+
+    async def aclose(self) -> None:
+        """Close the model's own HTTP client and its connections (an injected ``client`` stays open: it
+        is yours). The model stays usable: a later call opens a new client."""
+        await self._http.clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         name = type(self).__name__

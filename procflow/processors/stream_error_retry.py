@@ -2,46 +2,48 @@
 
 Rate limits (429), overloaded providers (529, 503), timeouts, other 5xx answers and dropped
 connections usually pass; a rejected request (400, 422) or bad credentials (401, 403) do not. The
-processor waits — as long as the provider's ``Retry-After`` asks, up to a cap, or with exponential
-backoff — then asks the agent to re-issue the call.
+processor waits — as long as the provider's ``Retry-After`` asks, up to a cap, or with the exponential
+backoff of a :class:`~procflow.workflows.RetryPolicy` (the same rule workflow steps use) — then asks the
+agent to re-issue the call.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
 from procflow._logging import log
-from procflow.errors import APICallError, ConfigurationError
+from procflow.errors import APICallError, APIErrorKind, ConfigurationError
 from procflow.processors.args import ProcessAPIErrorArgs, ProcessAPIErrorResult
 from procflow.processors.base import ProcessorBase
+
+if TYPE_CHECKING:
+    from procflow.workflows import RetryPolicy
 
 __all__ = ["ErrorMatcher", "StreamErrorRetryProcessor", "TransientKind", "is_auth_error", "transient_kind"]
 
 ErrorMatcher = str | re.Pattern[str] | Callable[[BaseException], bool]
 """Marks more errors as retryable: a regex searched (case-insensitively) in the error's text, or a
-predicate on the exception."""
+predicate on the exception. Only matchers you give read the text; the built-in rules go by ``kind``."""
 
 TransientKind = Literal["rate-limit", "overloaded", "timeout", "server-error", "connection", "retryable"]
 """Why an error counts as transient."""
 
-_AUTH_STATUS = frozenset({401, 403})
-_AUTH_TYPES = frozenset({"authentication_error", "permission_error", "invalid_api_key", "unauthorized"})
-_TEXT_KINDS: tuple[tuple[re.Pattern[str], TransientKind], ...] = (
-    (re.compile(r"rate[ _-]?limit|too many requests", re.IGNORECASE), "rate-limit"),
-    (re.compile(r"overloaded|temporarily unavailable", re.IGNORECASE), "overloaded"),
-    (re.compile(r"timed? ?out\b|timeout", re.IGNORECASE), "timeout"),
-    (
-        re.compile(r"econnreset|connection (reset|closed|aborted|refused)|broken pipe", re.IGNORECASE),
-        "connection",
-    ),
-)
+_TRANSIENT: dict[APIErrorKind, TransientKind] = {
+    "rate-limit": "rate-limit",
+    "overloaded": "overloaded",
+    "timeout": "timeout",
+    "server-error": "server-error",
+    "connection": "connection",
+    "retryable": "retryable",
+}
 
 
 def _text(error: BaseException) -> str:
+    """The text user matchers search (the built-in decisions never read it)."""
     if isinstance(error, APICallError):
         return "\n".join(
             f for f in (error.message, error.error_type, error.error_code, error.response_body) if f
@@ -51,51 +53,25 @@ def _text(error: BaseException) -> str:
 
 def is_auth_error(error: BaseException) -> bool:
     """Whether ``error`` says the credentials are missing, wrong or not allowed (never worth a retry)."""
-    if not isinstance(error, APICallError):
-        return False
-    return error.status_code in _AUTH_STATUS or (error.error_type or "").lower() in _AUTH_TYPES
-
-
-def _status_kind(error: APICallError) -> TransientKind | None:
-    kind = (error.error_type or "").lower()
-    status = error.status_code
-    if status == 429 or "rate_limit" in kind:
-        return "rate-limit"
-    if status in (503, 529) or "overloaded" in kind:
-        return "overloaded"
-    if status in (408, 504) or "timeout" in kind:
-        return "timeout"
-    if (status is not None and status >= 500) or kind in ("api_error", "server_error"):
-        return "server-error"
-    return None
+    return isinstance(error, APICallError) and error.kind == "auth"
 
 
 def transient_kind(error: BaseException) -> TransientKind | None:
     """Classify ``error`` as transient (rate limit, overloaded, timeout, 5xx, connection) or ``None``.
 
-    Authentication errors (401, 403) are never transient. For an :class:`~procflow.errors.APICallError`
-    the status and the provider's error type decide first; a transport failure (no status) or an error
-    the provider marked retryable counts too. Other exceptions count when they are ``TimeoutError`` or
-    ``ConnectionError`` or their text says so.
+    Decided by class and by the ``kind`` the provider boundary set, never by the message text: an
+    :class:`~procflow.errors.APICallError` counts when it is retryable and not an authentication error
+    (its ``kind`` says why); other exceptions count when they are ``TimeoutError`` or
+    ``ConnectionError``. To retry errors recognised by their text, give the processor ``matchers``.
     """
-    if is_auth_error(error):
-        return None
     if isinstance(error, APICallError):
-        kind = _status_kind(error)
-        if kind is not None:
-            return kind
-        if not error.is_retryable:
+        if error.kind == "auth" or not error.is_retryable:
             return None
-    elif isinstance(error, TimeoutError):
+        return _TRANSIENT.get(error.kind, "retryable")
+    if isinstance(error, TimeoutError):
         return "timeout"
-    elif isinstance(error, ConnectionError):
+    if isinstance(error, ConnectionError):
         return "connection"
-    text = _text(error)
-    for pattern, kind in _TEXT_KINDS:
-        if pattern.search(text):
-            return kind
-    if isinstance(error, APICallError):  # marked retryable, no more specific kind
-        return "connection" if error.status_code is None else "retryable"
     return None
 
 
@@ -111,6 +87,8 @@ class StreamErrorRetryProcessor(ProcessorBase):
         initial_delay: Seconds before the first retry when the provider gave no ``Retry-After``.
         backoff: Factor applied to the delay for each further retry of the same call.
         max_delay: Cap on any delay, including one the provider asked for with ``Retry-After``.
+        policy: The backoff as a :class:`~procflow.workflows.RetryPolicy` (``attempts - 1`` retries,
+            its delays and ``jitter``), in place of the four options above.
         matchers: Extra errors to retry: regexes searched in the error text, or predicates.
         retry_transient: Retry the built-in transient kinds (``False``: only what ``matchers`` match).
         sleep: The async sleep used for delays (``anyio.sleep``; inject a fake in tests).
@@ -129,6 +107,7 @@ class StreamErrorRetryProcessor(ProcessorBase):
         initial_delay: float = 1.0,
         backoff: float = 2.0,
         max_delay: float = 30.0,
+        policy: RetryPolicy | None = None,
         matchers: Sequence[ErrorMatcher] = (),
         retry_transient: bool = True,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
@@ -142,11 +121,19 @@ class StreamErrorRetryProcessor(ProcessorBase):
             raise ConfigurationError("StreamErrorRetryProcessor: initial_delay and max_delay must be >= 0")
         if backoff < 1:
             raise ConfigurationError(f"StreamErrorRetryProcessor: backoff must be >= 1, got {backoff}")
+        if policy is None:
+            # procflow.workflows imports the processors package, so it is imported when first needed.
+            from procflow.workflows import RetryPolicy
+
+            policy = RetryPolicy(
+                attempts=max_retries + 1, initial_delay=initial_delay, backoff=backoff, max_delay=max_delay
+            )
         self.id = id
-        self.max_retries = max_retries
-        self.initial_delay = initial_delay
-        self.backoff = backoff
-        self.max_delay = max_delay
+        self.policy = policy
+        self.max_retries = policy.attempts - 1
+        self.initial_delay = policy.initial_delay
+        self.backoff = policy.backoff
+        self.max_delay = policy.max_delay
         self.retry_transient = retry_transient
         self._sleep = sleep
         self._patterns: list[re.Pattern[str]] = []
@@ -184,8 +171,8 @@ class StreamErrorRetryProcessor(ProcessorBase):
         """Seconds to wait before retry number ``attempt`` (0 for the first retry) after ``error``."""
         asked = error.retry_after if isinstance(error, APICallError) else None
         if asked is not None:
-            return min(asked, self.max_delay)
-        return min(self.initial_delay * self.backoff**attempt, self.max_delay)
+            return min(asked, self.policy.max_delay)
+        return self.policy.delay(attempt + 1)
 
     async def process_api_error(self, args: ProcessAPIErrorArgs) -> ProcessAPIErrorResult | None:
         """Wait, then ask for a retry, while the error is transient and retries remain for this step."""

@@ -16,10 +16,11 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -31,6 +32,18 @@ from procflow.testing.fake_reply import FakeReply, FakeToolCall, RecordedRequest
 __all__ = ["FakeProviderServer", "FakeReply", "FakeToolCall", "RecordedRequest", "Responder"]
 
 _STARTUP_TIMEOUT = 10.0
+
+
+def _counting_protocol(accepted: Callable[[], None]) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, counting each accepted connection."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class CountingH11Protocol(H11Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            accepted()
+            super().connection_made(transport)  # type: ignore[arg-type]
+
+    return CountingH11Protocol
 
 
 class FakeProviderServer:
@@ -54,6 +67,7 @@ class FakeProviderServer:
         self._port: int | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._connections = 0
 
     def add(self, *replies: FakeReply | Responder) -> Self:
         """Append replies (or responders) to the script."""
@@ -61,16 +75,28 @@ class FakeProviderServer:
         return self
 
     def reset(self) -> None:
-        """Forget the script and the recorded requests."""
+        """Forget the script, the recorded requests and the connection count."""
         with self._lock:
             self._script.clear()
             self._requests.clear()
+            self._connections = 0
 
     @property
     def requests(self) -> list[RecordedRequest]:
         """The requests received so far, oldest first."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def connections(self) -> int:
+        """How many TCP connections the server has accepted since it started (or the last :meth:`reset`):
+        a client that reuses its connection opens one for many requests."""
+        with self._lock:
+            return self._connections
+
+    def _accepted(self) -> None:
+        with self._lock:
+            self._connections += 1
 
     @property
     def pending(self) -> int:
@@ -137,13 +163,16 @@ class FakeProviderServer:
         config = uvicorn.Config(
             FakeProviderApp(self._record, self._next_reply),
             interface="asgi3",
-            http="h11",
+            http=_counting_protocol(self._accepted),
             ws="none",
             lifespan="off",
             loop="asyncio",
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=1,
+            # Longer than httpx's 5 s keep-alive expiry, so an idle client connection is always dropped
+            # by the client first: no request races a server-side close.
+            timeout_keep_alive=60,
         )
         server = _Server(config)
 
