@@ -259,9 +259,12 @@ class AgentRun:
         if rejected is not None:
             return out + await self._reject(rejected, "tripwire", step)
         self._accept()
+        # The step stays open (``_open_id``) until its last chunk passed the stream processors: a
+        # tripwire on a tool's data chunk, a tool result or the step-finish chunk drops it whole.
         out.extend(await self._run_tools(step, settings, message.id))
-        self.steps.append(step)
         out.extend(await self._through(step_finish_chunk(number, step.finish_reason, step.usage)))
+        self.steps.append(step)
+        self._open_id = None
         done = not step.tool_calls or len(step.tool_results) < len(step.tool_calls)
         self._outcome = "stop" if done else "continue"
         self._finish_reason = step.finish_reason
@@ -332,7 +335,6 @@ class AgentRun:
         if self._feedback_id is not None:
             self.ml.remove_by_ids([self._feedback_id])
             self._feedback_id = None
-        self._open_id = None
 
     async def _halt(self, tripwire: TripWire, reason: FinishReason) -> list[Chunk]:
         """End the call on a tripwire: drop the open step, deliver pending chunks, then ``tripwire``."""
