@@ -162,3 +162,61 @@ async def test_a_tripped_step_leaves_no_trace(mode: str, name: str) -> None:
     assert terms == ["tides", "moon"][: min(case.kept, 2)]
     if mode == "stream":
         assert outcome.types[-1] == "tripwire"
+
+
+class Stamp:
+    """Marks every data chunk it sees, so a test can tell which chunks went through it."""
+
+    id = "stamp"
+    process_data_parts = True
+
+    def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
+        if args.part.is_data:
+            return Chunk(args.part.type, {**args.part.payload, "data": "stamped"})
+        return args.part
+
+
+class WriteThenAbort:
+    """Writes a data chunk from ``process_input``, then stops the request."""
+
+    id = "write-then-abort"
+
+    async def process_input(self, args: Any) -> None:
+        await args.writer.custom({"type": "data-audit", "data": "raw"})
+        args.abort("stop")
+
+
+async def test_chunks_written_before_a_tripwire_still_pass_the_stream_processors() -> None:
+    """A data chunk written just before a tripwire reaches the consumer through the stream processors."""
+    agent = Agent(
+        id="a",
+        model=ScriptedModel(["never"]),
+        input_processors=[WriteThenAbort()],
+        output_processors=[Stamp()],
+    )
+    outcome = await call(agent, "stream", "Hi")
+    assert outcome.types == ["data-audit", "tripwire"]
+    assert outcome.chunks[0].payload["data"] == "stamped"
+
+
+@tool
+async def report(context: ToolContext) -> str:
+    """Write two progress chunks."""
+    assert context.writer is not None
+    await context.writer.custom({"type": "data-progress", "data": "raw"})
+    await context.writer.custom({"type": "data-progress", "data": "raw"})
+    return "done"
+
+
+async def test_no_written_chunk_bypasses_the_stream_processors_after_a_tripwire() -> None:
+    """When a guard trips on a tool's first data chunk, the second is not delivered unprocessed."""
+    model = ScriptedModel([ScriptedStep(tool_calls=[("report", {})]), "never"])
+    agent = Agent(
+        id="a",
+        model=model,
+        tools=[report],
+        output_processors=[Trip("process_output_stream", chunk="data-progress"), Stamp()],
+    )
+    outcome = await call(agent, "stream", "Hi")
+    assert [c.payload["data"] for c in outcome.chunks if c.is_data] == []
+    assert outcome.types[-1] == "tripwire" and outcome.result.response.messages == []

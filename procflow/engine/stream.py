@@ -10,6 +10,8 @@ one call per processor. Rules:
 - a ``data-*`` chunk a stream processor writes (``writer.custom``) is pushed with ``start`` set past
   that processor, so it goes through the *later* processors only;
 - a :class:`TripWire` propagates (after ``on_violation``); the caller emits the ``tripwire`` chunk;
+- an attempt thrown away for a retry is ended with :meth:`StreamRunner.discard`: the flush hooks run
+  so processors reset, and what they release is withheld;
 - any other error is logged and the chunk passes that processor unchanged.
 """
 
@@ -97,6 +99,27 @@ class StreamRunner:
             if emitted:
                 out.extend(await self._cascade(emitted, index + 1))
         return out
+
+    async def discard(self) -> int:
+        """The current attempt is thrown away (a retried model call): end it, releasing nothing.
+
+        Each ``flush_output_stream`` hook is called so the processor ends the attempt's stream (and
+        resets what it held back), but what it returns is withheld: none of it reaches later processors
+        or the consumer, processed or not. A tripwire raised there concerns text nobody will see, so it
+        is dropped (and not reported). Returns how many chunks were withheld.
+        """
+        withheld = 0
+        for index, hook in enumerate(self._hooks):
+            if hook.flush is None:
+                continue
+            args = self._args[index]
+            try:
+                result = await hook.flush(args) if hook.flush_is_async else hook.flush(args)
+            except TripWire:
+                log.info("stream_discard_tripwire", processor_id=hook.processor_id)
+                continue
+            withheld += len(_as_chunks(result, hook))
+        return withheld
 
     async def _cascade(self, items: list[Chunk], start: int) -> list[Chunk]:
         hooks = self._hooks
