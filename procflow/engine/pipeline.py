@@ -49,6 +49,8 @@ class BoundHook:
     abort: AbortFn
     flush: Callable[[Any], Any] | None = None
     flush_is_async: bool = False
+    fail_open: bool = False
+    name: str = ""
 
 
 @dataclass(slots=True)
@@ -128,4 +130,6 @@ def _bind(processor: Any, name: HookName) -> BoundHook:
         abort=make_abort(pid),
         flush=flush if callable(flush) else None,
         flush_is_async=_is_async(flush) if callable(flush) else False,
+        fail_open=getattr(processor, "fail_open", False) is True,
+        name=name,
     )
