@@ -37,6 +37,9 @@ class ToolContext:
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 
+ModelOutputFunction = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+"""``to_model_output(result)``: what the model is shown in place of a tool's result."""
+
 
 @dataclass(frozen=True, slots=True)
 class Tool:
@@ -48,6 +51,12 @@ class Tool:
         input_model: The pydantic model the arguments are validated against.
         execute: Called with the validated arguments as keyword arguments (plus ``context`` when the
             function declares it); sync functions run in a worker thread.
+        to_model_output: A function of the tool's result (sync or async, kept cheap: it runs in the
+            event loop) returning what the model is shown *instead of* the result — a string or a
+            JSON-serialisable value, e.g. a short summary of a large record. The raw result stays in
+            ``result.tool_results``, the stored message and the UI; the model output is stored next to
+            it (``ToolInvocationPart.model_output``), so later turns and ``ToolCallFilter``'s
+            ``preserve_model_output`` records use it too. Returning ``None`` shows the raw result.
     """
 
     name: str
@@ -56,6 +65,7 @@ class Tool:
     execute: ToolFunction | None = None
     wants_context: bool = False
     is_async: bool = False
+    to_model_output: ModelOutputFunction | None = None
 
     def spec(self) -> ToolSpec:
         """Return the provider-facing description of this tool."""
@@ -86,6 +96,16 @@ class Tool:
         fn = self.execute
         return await anyio.to_thread.run_sync(lambda: fn(**kwargs))
 
+    async def model_output(self, result: Any) -> Any:
+        """What the model is shown for ``result``: ``to_model_output(result)``, or ``None`` for the result."""
+        convert = self.to_model_output
+        if convert is None:
+            return None
+        output = convert(result)
+        if inspect.isawaitable(output):
+            output = await output
+        return output
+
 
 def _model_from_signature(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], bool]:
     hints = get_type_hints(fn)
@@ -110,12 +130,19 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_model: type[BaseModel] | None = None,
+    to_model_output: ModelOutputFunction | None = None,
 ) -> Any:
     """Make a :class:`Tool` from a function, as ``tool(fn)`` or ``@tool(name=...)``.
 
     The arguments schema comes from ``input_model`` or from the function's annotated parameters; the
-    description from ``description`` or the docstring's first paragraph.
+    description from ``description`` or the docstring's first paragraph. ``to_model_output`` (a
+    function of the result) decides what the model is shown instead of the raw result (see
+    :class:`Tool`).
     """
+    if to_model_output is not None and not callable(to_model_output):
+        raise ConfigurationError(
+            f"to_model_output must be a function of the tool's result, got {type(to_model_output).__name__}"
+        )
 
     def build(func: ToolFunction) -> Tool:
         tool_name = name or func.__name__
@@ -136,6 +163,7 @@ def tool(
             execute=func,
             wants_context=wants_context,
             is_async=inspect.iscoroutinefunction(func),
+            to_model_output=to_model_output,
         )
 
     if fn is not None:
