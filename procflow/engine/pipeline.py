@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from procflow._callables import is_async_callable
 from procflow.errors import ConfigurationError
 from procflow.processors.base import HOOK_NAMES, AbortFn, HookName, Processor, make_abort
 
@@ -28,13 +28,6 @@ def processor_id_of(processor: object) -> str:
             "(e.g. id = 'my-processor') and at least one hook such as process_input"
         )
     return pid
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - callables objects with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 @dataclass(slots=True)
@@ -125,11 +118,11 @@ def _bind(processor: Any, name: HookName) -> BoundHook:
         processor=processor,
         processor_id=pid,
         fn=fn,
-        is_async=_is_async(fn),
+        is_async=is_async_callable(fn),
         data_parts=bool(getattr(processor, "process_data_parts", False)),
         abort=make_abort(pid),
         flush=flush if callable(flush) else None,
-        flush_is_async=_is_async(flush) if callable(flush) else False,
+        flush_is_async=is_async_callable(flush) if callable(flush) else False,
         fail_open=getattr(processor, "fail_open", False) is True,
         name=name,
     )

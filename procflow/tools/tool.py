@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any, get_type_hints
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from procflow._callables import is_async_callable
 from procflow.errors import ConfigurationError, ToolArgumentsError
 from procflow.messages.request_context import RequestContext
 from procflow.messages.writer import StreamWriter
@@ -107,8 +109,17 @@ class Tool:
         return output
 
 
+def _annotated(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What carries ``fn``'s parameter annotations: the function a partial wraps, an object's ``__call__``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isroutine(fn) or inspect.isclass(fn):
+        return fn
+    return type(fn).__call__
+
+
 def _model_from_signature(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], bool]:
-    hints = get_type_hints(fn)
+    hints = get_type_hints(_annotated(fn))
     fields: dict[str, Any] = {}
     wants_context = False
     for param in inspect.signature(fn).parameters.values():
@@ -145,7 +156,11 @@ def tool(
         )
 
     def build(func: ToolFunction) -> Tool:
-        tool_name = name or func.__name__
+        tool_name = name or getattr(func, "__name__", None)
+        if not tool_name:
+            raise ConfigurationError(
+                f"a {type(func).__name__} object has no __name__: give the tool one with tool(fn, name=...)"
+            )
         doc = inspect.getdoc(func) or ""
         text = description or doc.split("\n\n")[0].strip()
         if not text:
@@ -162,7 +177,7 @@ def tool(
             input_model=model,
             execute=func,
             wants_context=wants_context,
-            is_async=inspect.iscoroutinefunction(func),
+            is_async=is_async_callable(func),
             to_model_output=to_model_output,
         )
 
