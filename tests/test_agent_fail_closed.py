@@ -169,3 +169,17 @@ async def test_procflow_misuse_errors_pass_through_unchanged(mode: str) -> None:
     agent = Agent(id="a", model=ScriptedModel(["never"]), input_processors=[Misused()])
     with pytest.raises(ConfigurationError, match="bad option"):
         await call(agent, mode, "Hi")
+
+
+def test_fail_open_must_be_a_bool() -> None:
+    """A ``fail_open`` that is not a bool is refused when the processors are given."""
+
+    class Vague:
+        id = "vague"
+        fail_open = "yes"
+
+        def process_input(self, args: Any) -> None:
+            return None
+
+    with pytest.raises(ConfigurationError, match="'vague': fail_open must be True or False"):
+        Agent(id="a", model=ScriptedModel(["x"]), input_processors=[Vague()])

@@ -123,6 +123,15 @@ def _bind(processor: Any, name: HookName) -> BoundHook:
         abort=make_abort(pid),
         flush=flush if callable(flush) else None,
         flush_is_async=is_async_callable(flush) if callable(flush) else False,
-        fail_open=getattr(processor, "fail_open", False) is True,
+        fail_open=_fail_open(processor, pid),
         name=name,
     )
+
+
+def _fail_open(processor: Any, processor_id: str) -> bool:
+    value = getattr(processor, "fail_open", False)
+    if not isinstance(value, bool):
+        raise ConfigurationError(
+            f"processor {processor_id!r}: fail_open must be True or False, got {type(value).__name__}"
+        )
+    return value
