@@ -185,3 +185,30 @@ async def test_text_stream_drops_a_step_stopped_by_a_tripwire() -> None:
     output = agent.stream("Hi")
     assert [text async for text in output.text_stream] == []
     assert output.tripwire is not None and output.text == ""
+
+
+class RejectFirst:
+    """Rejects the first answer of the call with ``retry=True``."""
+
+    id = "reject-first"
+
+    def process_output_step(self, args: Any) -> list[Any]:
+        if args.retry_count == 0:
+            args.abort("Answer without the key.", retry=True)
+        return []
+
+
+async def test_an_output_step_retry_releases_held_text_only_redacted_and_text_stream_drops_it() -> None:
+    """A rejected attempt's held-back key is redacted before release; text_stream shows only the retry."""
+    redact = RegexFilterProcessor(presets=["secrets"], strategy="redact", stream_carryover_size=8)
+    model = ScriptedModel([ANSWER, "I cannot share keys."], chunk_size=4)
+    agent = Agent(id="a", model=model, output_processors=[redact, RejectFirst()], max_processor_retries=1)
+    output = agent.stream("My key?")
+    chunks = [chunk async for chunk in output.full_stream]
+    assert not leaked("".join(c.text or "" for c in chunks if c.type == "text-delta"))
+    assert [c.payload["discarded"]["processor_id"] for c in chunks if "discarded" in c.payload] == [
+        "reject-first"
+    ]
+    model.add(ANSWER, "I cannot share keys.")
+    texts = agent.stream("My key?")
+    assert "".join([text async for text in texts.text_stream]) == texts.text == "I cannot share keys."
