@@ -12,6 +12,7 @@
     ├── StreamStateError (RuntimeError)        a stream read by a second consumer, or its result read early
     ├── ScriptExhaustedError (RuntimeError)    (testing) a scripted model was called more often than scripted
     ├── ProcessorResultError (TypeError)       a processor hook returned something the runner cannot use
+    ├── ProcessorFailedError (RuntimeError)    a processor hook raised; the call stopped (fail closed)
     ├── WorkflowDefinitionError (ValueError)   a workflow cannot be compiled (says how to fix it)
     ├── WorkflowRunError                       a workflow step failed at run time
     │   └── BranchConflictError                merge_branches() found two different edits of one part
@@ -61,6 +62,7 @@ __all__ = [
     "MissingAPIKeyError",
     "ModelError",
     "PatternTimeoutError",
+    "ProcessorFailedError",
     "ProcessorResultError",
     "ProcflowError",
     "StreamStateError",
@@ -121,6 +123,32 @@ class ProcessorResultError(ProcflowError, TypeError):
         self.hook = hook
         self.problem = problem
         super().__init__(f"processor {processor_id!r}: {hook}() {problem}")
+
+
+class ProcessorFailedError(ProcflowError, RuntimeError):
+    """A processor hook raised: what it was checking was withheld and the call stopped (fail closed).
+
+    The message names the processor, the hook and the exception's type only — an exception's text may
+    quote the content the processor was looking at. The exception itself is :attr:`original`; it is
+    deliberately not chained as ``__cause__``, so a logged traceback does not print it.
+
+    Attributes:
+        processor_id: The processor that raised.
+        hook: The hook that raised (``process_output_stream``, ``flush_output_stream``, ...).
+        error_type: The exception's class name.
+        original: The exception the hook raised.
+    """
+
+    def __init__(self, processor_id: str, hook: str, original: BaseException) -> None:
+        self.processor_id = processor_id
+        self.hook = hook
+        self.error_type = type(original).__name__
+        self.original = original
+        super().__init__(
+            f"processor {processor_id!r} raised {self.error_type} in {hook}(); what it was checking was "
+            "withheld and the call stopped (fail closed). Fix the processor (the exception is "
+            "error.original), or set `fail_open = True` on it to let content pass it unchanged when it fails"
+        )
 
 
 class WorkflowDefinitionError(ProcflowError, ValueError):

@@ -7,6 +7,7 @@ from typing import Any
 
 from procflow import Agent, Chunk
 from procflow.agent import GenerateResult
+from procflow.errors import ProcessorFailedError
 from procflow.messages import PromptMessage
 
 MODES = ("generate", "stream")
@@ -37,3 +38,13 @@ async def call(agent: Agent, mode: str, messages: Any, **options: Any) -> Outcom
 def texts(prompt: list[PromptMessage]) -> list[str]:
     """The text of each prompt message."""
     return [m.text for m in prompt]
+
+
+MISUSE = (ValueError, ProcessorFailedError)
+"""What a misuse of procflow's API inside a hook raises: a ``ValueError`` (a procflow error, passed
+through as it is), or — while that API raises a plain ``ValueError`` — the fail-closed wrapper."""
+
+
+def misuse(error: BaseException) -> BaseException:
+    """The misuse error itself, unwrapped from a :class:`ProcessorFailedError`."""
+    return error.original if isinstance(error, ProcessorFailedError) else error

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from _agent_support import MODES, call, texts
+from _agent_support import MISUSE, MODES, call, misuse, texts
 
 from procflow import Agent
 from procflow.processors import ProcessInputArgs, ProcessInputStepArgs
@@ -109,8 +111,10 @@ async def test_invalid_tag_or_attribute_names_are_rejected(
 ) -> None:
     """Invalid XML names raise a ValueError naming what is wrong and what is allowed."""
     agent = Agent(id="a", model=ScriptedModel(["ok"]), input_processors=[BadName(**options)])
-    with pytest.raises(ValueError, match=f"invalid signal {what}.*use letters, digits"):
+    with pytest.raises(MISUSE) as caught:
         await call(agent, mode, "Hi")
+    assert re.search(f"invalid signal {what}.*use letters, digits", str(misuse(caught.value)))
+    assert isinstance(misuse(caught.value), ValueError)
 
 
 class SteeringReminder:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _agent_support import MODES, call
+from _agent_support import MISUSE, MODES, call, misuse
 
 from procflow import Agent, Chunk, Message
 from procflow.messages import DataPart
@@ -77,8 +77,10 @@ class WrongType:
 async def test_custom_types_must_start_with_data(mode: str) -> None:
     """A custom chunk whose type lacks the ``data-`` prefix is refused with a clear error."""
     agent = Agent(id="a", model=ScriptedModel(["x"]), output_processors=[WrongType()])
-    with pytest.raises(ValueError, match="must start with 'data-'"):
+    with pytest.raises(MISUSE) as caught:
         await call(agent, mode, "Hi")
+    assert isinstance(misuse(caught.value), ValueError)
+    assert "must start with 'data-'" in str(misuse(caught.value))
 
 
 class Seen:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from _agent_support import MODES, call
 from pydantic import BaseModel
 
 from procflow import Agent
+from procflow.errors import ConfigurationError
 from procflow.messages import PromptToolResult, ToolCall
 from procflow.testing import ScriptedModel, ScriptedStep
 from procflow.tools import Tool, ToolContext, tool
@@ -161,3 +164,39 @@ async def test_tool_results_are_stored_on_the_step_message(mode: str) -> None:
     first = result.response.messages[0]
     (invocation,) = first.tool_invocations
     assert (invocation.state, invocation.result) == ("result", "21C and sunny in Lima")
+
+
+class AsyncLookup:
+    """Look a term up (an object whose ``__call__`` is async)."""
+
+    async def __call__(self, term: str) -> str:
+        return f"found {term}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_object_with_an_async_call_is_awaited(mode: str) -> None:
+    """A tool made from an object with an async ``__call__`` returns its awaited result, not a coroutine."""
+    lookup = tool(AsyncLookup(), name="lookup")
+    model = ScriptedModel([ScriptedStep(tool_calls=[("lookup", {"term": "tides"})]), "Done."])
+    result = (await call(Agent(id="a", model=model, tools=[lookup]), mode, "Go")).result
+    assert [r.result for r in result.tool_results] == ["found tides"]
+    assert lookup.input_model.model_json_schema()["required"] == ["term"]
+
+
+async def test_a_partial_of_an_async_function_is_awaited() -> None:
+    """A ``functools.partial`` over an async function is an async tool too."""
+
+    async def find(term: str, prefix: str) -> str:
+        """Find a term."""
+        return prefix + term
+
+    lookup = tool(functools.partial(find, prefix="hit: "), name="find")
+    model = ScriptedModel([ScriptedStep(tool_calls=[("find", {"term": "moon"})]), "Done."])
+    result = await Agent(id="a", model=model, tools=[lookup]).generate("Go")
+    assert [r.result for r in result.tool_results] == ["hit: moon"]
+
+
+def test_an_object_without_a_name_needs_one() -> None:
+    """A callable object has no ``__name__``: ``tool()`` asks for ``name=``."""
+    with pytest.raises(ConfigurationError, match="name="):
+        tool(AsyncLookup())

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from procflow.engine import ProcessorPipeline, RunContext, StreamRunner
+from procflow.errors import ProcessorFailedError
 from procflow.messages import Chunk, MessageList, OutputResult
 from procflow.processors import ProcessOutputResultArgs, ProcessOutputStreamArgs
 from procflow.testing import run_output_stream
@@ -59,18 +61,31 @@ async def test_tripwire_blocks_the_stream_after_earlier_chunks() -> None:
     assert (outcome.tripwire.processor_id, outcome.tripwire.metadata) == ("block", {"at": 3})
 
 
-async def test_non_tripwire_error_passes_the_chunk_unchanged() -> None:
-    """A stream processor that raises is logged and the chunk passes it unchanged."""
+class Broken:
+    """Upper-cases text chunks; raises on ``boom``."""
 
-    class Broken:
-        id = "broken"
+    id = "broken"
 
-        def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
-            if args.part.text == "boom":
-                raise RuntimeError("bug")
-            return replace(args.part, payload={**args.part.payload, "text": args.part.text.upper()})  # type: ignore[union-attr]
+    def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
+        if args.part.text == "boom":
+            raise RuntimeError("bug")
+        return replace(args.part, payload={**args.part.payload, "text": args.part.text.upper()})  # type: ignore[union-attr]
 
-    outcome = await run_output_stream(Broken(), ["a", "boom", "c"])
+
+async def test_a_stream_processor_that_raises_fails_closed() -> None:
+    """A stream processor that raises stops the stream with ProcessorFailedError; the chunk is withheld."""
+    with pytest.raises(ProcessorFailedError) as caught:
+        await run_output_stream(Broken(), ["a", "boom", "c"])
+    assert (caught.value.processor_id, caught.value.error_type) == ("broken", "RuntimeError")
+
+
+async def test_a_fail_open_stream_processor_passes_the_chunk_unchanged() -> None:
+    """With ``fail_open = True`` the failing chunk passes that processor unchanged and the stream goes on."""
+
+    class Lenient(Broken):
+        fail_open = True
+
+    outcome = await run_output_stream(Lenient(), ["a", "boom", "c"])
     assert [c.text for c in outcome.chunks] == ["A", "boom", "C"] and outcome.tripwire is None
 
 

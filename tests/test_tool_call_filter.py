@@ -147,23 +147,16 @@ async def test_preserved_records_mark_errors_and_are_cut_to_length() -> None:
     assert [m.text for m in outcome.prompt][:2] == ["[weather error: boom]", "[weather result: xxxxxxxxx…]"]
 
 
-async def test_preserved_record_uses_the_tools_model_output() -> None:
-    """A tool's to_model_output(result) decides what the record says."""
-
-    class Summarised:
-        name = "weather"
-
-        def to_model_output(self, result: Any) -> str:
-            return f"summary of {result}"
-
+async def test_preserved_record_is_the_stored_model_output() -> None:
+    """A result stored with the tool's model output keeps only that record: no raw result, no raw args."""
     outcome = await run_llm_request(
         ToolCallFilter(preserve_model_output=True),
         ["next"],
-        history=[assistant(invocation("w1"))],
-        tools={"weather": Summarised()},
+        history=[assistant(invocation("w1", result={"raw": "internal-7"}, model_output="summary: sunny"))],
     )
     assert outcome.prompt is not None
-    assert outcome.prompt[0].text == "[weather result: summary of sunny]"
+    assert outcome.prompt[0].text == "[weather result: summary: sunny]"
+    assert "internal-7" not in str(outcome.prompt) and "Oslo" not in str(outcome.prompt)
 
 
 async def test_prompt_without_tool_traffic_is_left_alone() -> None:

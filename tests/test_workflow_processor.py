@@ -16,7 +16,7 @@ from workflow_support import (
 )
 
 from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
-from procflow.errors import ProcessorResultError
+from procflow.errors import ProcessorFailedError, ProcessorResultError
 from procflow.messages import Chunk, Message, MessageList, TripWire
 from procflow.processors import (
     ProcessInputArgs,
@@ -161,7 +161,7 @@ async def test_plain_steps_see_every_phase() -> None:
 
 
 async def test_failures_inside_propagate_like_a_processors() -> None:
-    """A non-tripwire error inside the workflow is raised to the runner unchanged."""
+    """A non-tripwire error inside the workflow fails closed as it would for the plain processor."""
 
     class Broken:
         id = "broken"
@@ -169,8 +169,9 @@ async def test_failures_inside_propagate_like_a_processors() -> None:
         def process_input(self, args: Any) -> None:
             raise ValueError("bad config")
 
-    with pytest.raises(ValueError, match="bad config"):
+    with pytest.raises(ProcessorFailedError, match="'broken' raised ValueError") as caught:
         await run_input(_processor_workflow().then(Broken()).commit(), ["x"])
+    assert str(caught.value.original) == "bad config"
 
 
 async def test_workflow_must_end_with_processor_data() -> None:

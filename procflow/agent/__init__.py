@@ -1,7 +1,7 @@
 """Layer 4: the agent — ``generate()`` / ``stream()``, tools, and the step loop with processors."""
 
 from procflow.agent._assembly import PrepareStep, PrepareStepProcessor, Processors, ProcessorsFactory
-from procflow.agent._config import DEFAULT_API_ERROR_RETRIES, RETRY_FEEDBACK_KEY, OnFinish
+from procflow.agent._config import DEFAULT_API_ERROR_RETRIES, RETRY_FEEDBACK_KEY, CallOptions, OnFinish
 from procflow.agent.agent import DEFAULT_MAX_STEPS, Agent
 from procflow.agent.memory import MemoryProcessors
 from procflow.agent.output import AgentResponse, GenerateResult, StreamOutput
@@ -12,6 +12,7 @@ __all__ = [
     "RETRY_FEEDBACK_KEY",
     "Agent",
     "AgentResponse",
+    "CallOptions",
     "GenerateResult",
     "MemoryProcessors",
     "OnFinish",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias, TypedDict
 
 from procflow.agent._assembly import PrepareStep, Processors
 from procflow.agent.memory import MemoryProcessors
@@ -14,7 +14,14 @@ from procflow.messages.request_context import RequestContext
 from procflow.models.base import LanguageModel
 from procflow.tools.tool import Tool
 
-__all__ = ["DEFAULT_API_ERROR_RETRIES", "RETRY_FEEDBACK_KEY", "OnFinish", "RunConfig"]
+__all__ = [
+    "CALL_OPTION_NAMES",
+    "DEFAULT_API_ERROR_RETRIES",
+    "RETRY_FEEDBACK_KEY",
+    "CallOptions",
+    "OnFinish",
+    "RunConfig",
+]
 
 DEFAULT_API_ERROR_RETRIES = 10
 """Cap on re-issued model calls after provider errors when ``max_processor_retries`` is not set."""
@@ -24,6 +31,40 @@ RETRY_FEEDBACK_KEY = "procflow:processor-retry"
 
 OnFinish: TypeAlias = Callable[[GenerateResult], "Awaitable[None] | None"]
 """Called once with the result when a call ends (completed, stopped by a tripwire, or aborted)."""
+
+
+class CallOptions(TypedDict, total=False):
+    """The options of one call, the same for ``Agent.stream``, ``generate`` and ``generate_sync``.
+
+    Every key is optional; type-check a wrapper of your own with ``**options: Unpack[CallOptions]``.
+
+    Attributes:
+        max_steps: Model steps at most (default 5); each tool round trip is one step, retries are not.
+        request_context: Per-request values processors (and processor factories) read.
+        input_processors: Replace the agent's input processors for this call only (memory and framework
+            processors still run around them); likewise ``output_processors`` and ``error_processors``.
+        output_processors: See ``input_processors``.
+        error_processors: See ``input_processors``.
+        max_processor_retries: Replace the agent's retry cap for this call.
+        prepare_step: A ``process_input_step`` hook as a function, run after the input processors.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+        on_finish: Called with the :class:`GenerateResult` when the call ends — completed, stopped by a
+            tripwire, or aborted by cancellation (it then runs shielded, so keep it short).
+    """
+
+    max_steps: int
+    request_context: RequestContext | Mapping[str, Any] | None
+    input_processors: Processors | None
+    output_processors: Processors | None
+    error_processors: Processors | None
+    max_processor_retries: int | None
+    prepare_step: PrepareStep | None
+    tool_choice: str | None
+    on_finish: OnFinish | None
+
+
+CALL_OPTION_NAMES = frozenset(CallOptions.__optional_keys__)
+"""The keys :class:`CallOptions` allows, to refuse a misspelt option at run time too."""
 
 
 @dataclass(slots=True)

@@ -28,17 +28,17 @@ def step_finish_chunk(
 
 
 def tool_result_chunk(result: ToolResult) -> Chunk:
-    """``tool-result``: one executed tool call."""
-    return Chunk(
-        "tool-result",
-        {
-            "tool_call_id": result.tool_call_id,
-            "tool_name": result.tool_name,
-            "args": result.args,
-            "result": result.result,
-            "is_error": result.is_error,
-        },
-    )
+    """``tool-result``: one executed tool call (with ``model_output`` when the tool declared one)."""
+    payload = {
+        "tool_call_id": result.tool_call_id,
+        "tool_name": result.tool_name,
+        "args": result.args,
+        "result": result.result,
+        "is_error": result.is_error,
+    }
+    if result.model_output is not None:
+        payload["model_output"] = result.model_output
+    return Chunk("tool-result", payload)
 
 
 def finish_chunk(reason: FinishReason, usage: Usage, ui_messages: Sequence[UIMessage]) -> Chunk:

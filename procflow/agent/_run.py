@@ -238,8 +238,19 @@ class AgentRun:
             raise error
         self._bump_retry()
         log.info("api_error_retry", processor_id=retry_by, retry_count=self.ctx.retry_count)
+        await self._discard_attempt()
         discarded = {"reason": str(error), "retry": True, "metadata": {}, "processor_id": retry_by}
         return await self._through(step_finish_chunk(settings.step_number, "error", Usage(), discarded))
+
+    async def _discard_attempt(self) -> None:
+        """End the broken attempt's stream: what stream processors held back is withheld, not released."""
+        if not self.stream.active:
+            return
+        mark = len(self.pending)
+        withheld = await self.stream.discard()
+        del self.pending[mark:]  # data chunks written about text nobody will see
+        if withheld:
+            log.info("stream_attempt_discarded", withheld_chunks=withheld)
 
     async def _finish_step(self, number: int, settings: StepSettings) -> list[Chunk]:
         """Judge the finished step (``process_llm_response``, ``process_output_step``), then run its tools."""
@@ -259,9 +270,12 @@ class AgentRun:
         if rejected is not None:
             return out + await self._reject(rejected, "tripwire", step)
         self._accept()
+        # The step stays open (``_open_id``) until its last chunk passed the stream processors: a
+        # tripwire on a tool's data chunk, a tool result or the step-finish chunk drops it whole.
         out.extend(await self._run_tools(step, settings, message.id))
-        self.steps.append(step)
         out.extend(await self._through(step_finish_chunk(number, step.finish_reason, step.usage)))
+        self.steps.append(step)
+        self._open_id = None
         done = not step.tool_calls or len(step.tool_results) < len(step.tool_calls)
         self._outcome = "stop" if done else "continue"
         self._finish_reason = step.finish_reason
@@ -332,7 +346,6 @@ class AgentRun:
         if self._feedback_id is not None:
             self.ml.remove_by_ids([self._feedback_id])
             self._feedback_id = None
-        self._open_id = None
 
     async def _halt(self, tripwire: TripWire, reason: FinishReason) -> list[Chunk]:
         """End the call on a tripwire: drop the open step, deliver pending chunks, then ``tripwire``."""
@@ -340,12 +353,23 @@ class AgentRun:
             self.ml.remove_by_ids([self._open_id])
             self._open_id = None
         self._tripwire = tripwire.info()
-        out = [chunk for _, chunk in self.pending]
-        self.pending.clear()
+        out = await self._drain_after(tripwire)
         self._set_result(reason)
         await self._notify()
         out.append(Chunk("tripwire", self._tripwire.to_dict()))
         return out
+
+    async def _drain_after(self, tripwire: TripWire) -> list[Chunk]:
+        """Deliver what hooks wrote before the tripwire, still through the stream processors.
+
+        A second tripwire there drops the rest: nothing reaches the consumer unprocessed.
+        """
+        try:
+            return await self._drain()
+        except TripWire:
+            log.info("pending_chunks_dropped", processor_id=tripwire.processor_id, dropped=len(self.pending))
+            self.pending.clear()
+            return []
 
     async def _complete(self) -> list[Chunk]:
         """``process_output_result`` on the final result, then the ``finish`` chunk."""

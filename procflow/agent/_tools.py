@@ -68,7 +68,14 @@ async def _execute(
     except Exception as exc:
         log.warning("tool_failed", tool_name=call.tool_name, error_type=type(exc).__name__)
         return _error(call, f"tool {call.tool_name!r} failed: {type(exc).__name__}: {exc}")
-    return ToolResult(call.tool_call_id, call.tool_name, call.args, _plain(value))
+    try:
+        model_output = await tool.model_output(value)
+    except Exception as exc:
+        log.warning("tool_model_output_failed", tool_name=call.tool_name, error_type=type(exc).__name__)
+        return _error(call, f"tool {call.tool_name!r}: to_model_output failed ({type(exc).__name__})")
+    return ToolResult(
+        call.tool_call_id, call.tool_name, call.args, _plain(value), model_output=_plain(model_output)
+    )
 
 
 def _error(call: ToolCall, message: str) -> ToolResult:
@@ -88,6 +95,7 @@ def record_results(message: Message, results: Sequence[ToolResult]) -> None:
         done = by_id.get(part.tool_call_id)
         if done is not None:
             part.state, part.result, part.is_error = "result", done.result, done.is_error
+            part.model_output = done.model_output
 
 
 def attach_data(message: Message, chunks: Sequence[Chunk]) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 
-from procflow.agent._assembly import PrepareStep, Processors, check_processors
-from procflow.agent._config import OnFinish, RunConfig
+from procflow.agent._assembly import Processors, check_processors
+from procflow.agent._config import CALL_OPTION_NAMES, CallOptions, RunConfig
 from procflow.agent._run import AgentRun
 from procflow.agent.memory import MemoryProcessors
 from procflow.agent.output import GenerateResult, StreamOutput
@@ -92,20 +92,7 @@ class Agent:
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r})"
 
-    def stream(
-        self,
-        messages: Messages,
-        *,
-        max_steps: int = DEFAULT_MAX_STEPS,
-        request_context: RequestContext | Mapping[str, Any] | None = None,
-        input_processors: Processors | None = None,
-        output_processors: Processors | None = None,
-        error_processors: Processors | None = None,
-        max_processor_retries: int | None = None,
-        prepare_step: PrepareStep | None = None,
-        tool_choice: str | None = None,
-        on_finish: OnFinish | None = None,
-    ) -> StreamOutput:
+    def stream(self, messages: Messages, **options: Unpack[CallOptions]) -> StreamOutput:
         """Start a call whose chunks you iterate: ``async for chunk in agent.stream(...).full_stream``.
 
         Nothing runs until the stream is iterated (or ``await output.consume()``); it then runs in the
@@ -113,78 +100,61 @@ class Agent:
 
         Args:
             messages: The new input (history comes from memory).
-            max_steps: Model steps at most; each tool round trip is one step (retries are not steps).
-            request_context: Per-request values processors (and processor factories) read.
-            input_processors: Replace the agent's input processors for this call only (memory and
-                framework processors still run around them); likewise ``output_processors`` and
-                ``error_processors``.
-            max_processor_retries: Replace the agent's retry cap for this call.
-            prepare_step: A ``process_input_step`` hook as a function, run after the input processors.
-            tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
-            on_finish: Called with the :class:`GenerateResult` when the call ends — completed, stopped by
-                a tripwire, or aborted by cancellation (it then runs shielded, so keep it short).
-        """
-        if not isinstance(max_steps, int) or max_steps < 1:
-            raise ConfigurationError(f"max_steps must be a positive integer, got {max_steps!r}")
-        config = RunConfig(
-            messages=_messages(messages),
-            instructions=self.instructions,
-            model=self.model,
-            resolve_model=self._resolve_model,
-            tools=self.tools,
-            request_context=_context(request_context),
-            input_processors=self._pick(input_processors, self.input_processors, "input_processors"),
-            output_processors=self._pick(output_processors, self.output_processors, "output_processors"),
-            error_processors=self._pick(error_processors, self.error_processors, "error_processors"),
-            memory=self.memory,
-            prepare_step=prepare_step,
-            max_steps=max_steps,
-            max_processor_retries=(
-                self.max_processor_retries
-                if max_processor_retries is None
-                else _check_retries(max_processor_retries)
-            ),
-            tool_choice=tool_choice,
-            on_finish=on_finish,
-        )
-        return StreamOutput(AgentRun(config))
+            **options: The call's options (:class:`CallOptions`): ``max_steps``, ``request_context``,
+                ``input_processors``, ``output_processors``, ``error_processors``,
+                ``max_processor_retries``, ``prepare_step``, ``tool_choice``, ``on_finish``.
 
-    async def generate(
-        self,
-        messages: Messages,
-        *,
-        max_steps: int = DEFAULT_MAX_STEPS,
-        request_context: RequestContext | Mapping[str, Any] | None = None,
-        input_processors: Processors | None = None,
-        output_processors: Processors | None = None,
-        error_processors: Processors | None = None,
-        max_processor_retries: int | None = None,
-        prepare_step: PrepareStep | None = None,
-        tool_choice: str | None = None,
-        on_finish: OnFinish | None = None,
-    ) -> GenerateResult:
+        Raises:
+            ConfigurationError: an option is unknown or invalid; the message says how to fix it.
+        """
+        return StreamOutput(AgentRun(self._run_config(messages, options)))
+
+    async def generate(self, messages: Messages, **options: Unpack[CallOptions]) -> GenerateResult:
         """Run a call to its end and return the result; takes the same options as :meth:`stream`.
 
         A tripwire never raises: it is ``result.tripwire``. Provider errors no processor recovers from
         raise :class:`~procflow.errors.APICallError`; cancelling the caller's scope propagates as usual.
         """
-        output = self.stream(
-            messages,
-            max_steps=max_steps,
-            request_context=request_context,
-            input_processors=input_processors,
-            output_processors=output_processors,
-            error_processors=error_processors,
-            max_processor_retries=max_processor_retries,
-            prepare_step=prepare_step,
-            tool_choice=tool_choice,
-            on_finish=on_finish,
-        )
-        return await output.consume()
+        return await self.stream(messages, **options).consume()
 
-    def generate_sync(self, messages: Messages, **options: Any) -> GenerateResult:
+    def generate_sync(self, messages: Messages, **options: Unpack[CallOptions]) -> GenerateResult:
         """Blocking :meth:`generate` for scripts (runs its own event loop; not from async code)."""
+        self._run_config(messages, options)  # refuse bad options here, before an event loop starts
         return anyio.run(functools.partial(self.generate, messages, **options))
+
+    def _run_config(self, messages: Messages, options: CallOptions) -> RunConfig:
+        unknown = set(options) - CALL_OPTION_NAMES
+        if unknown:
+            raise ConfigurationError(
+                f"unknown call option(s) {sorted(unknown)}; the options are {sorted(CALL_OPTION_NAMES)}"
+            )
+        max_steps = options.get("max_steps", DEFAULT_MAX_STEPS)
+        if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
+            raise ConfigurationError(f"max_steps must be a positive integer, got {max_steps!r}")
+        retries = options.get("max_processor_retries")
+        return RunConfig(
+            messages=_messages(messages),
+            instructions=self.instructions,
+            model=self.model,
+            resolve_model=self._resolve_model,
+            tools=self.tools,
+            request_context=_context(options.get("request_context")),
+            input_processors=self._pick(
+                options.get("input_processors"), self.input_processors, "input_processors"
+            ),
+            output_processors=self._pick(
+                options.get("output_processors"), self.output_processors, "output_processors"
+            ),
+            error_processors=self._pick(
+                options.get("error_processors"), self.error_processors, "error_processors"
+            ),
+            memory=self.memory,
+            prepare_step=options.get("prepare_step"),
+            max_steps=max_steps,
+            max_processor_retries=self.max_processor_retries if retries is None else _check_retries(retries),
+            tool_choice=options.get("tool_choice"),
+            on_finish=options.get("on_finish"),
+        )
 
     def _pick(self, override: Processors | None, default: Processors, what: str) -> Processors:
         return default if override is None else check_processors(override, what=what)

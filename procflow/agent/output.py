@@ -122,16 +122,30 @@ class StreamOutput:
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
-        """The text deltas only."""
+        """The text deltas of the accepted steps only, each step's once it is accepted.
+
+        A step's text is held until its ``step-finish`` chunk: an attempt thrown away for a retry
+        (``step-finish`` with ``discarded``) and a step stopped by a tripwire yield nothing, so the
+        joined text is the accepted steps' text. For token-by-token display read :attr:`full_stream`
+        and drop an attempt's deltas when its ``step-finish`` carries ``discarded``.
+        """
         self._take("text_stream")
         if self._texts is None:
             self._texts = self._text_deltas()
         return self._texts
 
     async def _text_deltas(self) -> AsyncIterator[str]:
+        held: list[str] = []
         async for chunk in self._events:
-            if chunk.type == "text-delta":
-                yield chunk.payload.get("text") or ""
+            kind = chunk.type
+            if kind == "text-delta":
+                held.append(chunk.payload.get("text") or "")
+            elif kind == "step-finish" or kind == "tripwire":
+                accepted = kind == "step-finish" and "discarded" not in chunk.payload
+                texts, held = held, []
+                if accepted:
+                    for text in texts:
+                        yield text
 
     async def consume(self) -> GenerateResult:
         """Drive the call to its end (whatever was already read) and return its result."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from procflow._callables import is_async_callable
 from procflow.errors import ConfigurationError
 from procflow.processors.base import HOOK_NAMES, AbortFn, HookName, Processor, make_abort
 
@@ -30,13 +30,6 @@ def processor_id_of(processor: object) -> str:
     return pid
 
 
-def _is_async(fn: Callable[..., Any]) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - callables objects with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
 @dataclass(slots=True)
 class BoundHook:
     """One processor's hook for one phase, with everything decided at build time."""
@@ -49,6 +42,8 @@ class BoundHook:
     abort: AbortFn
     flush: Callable[[Any], Any] | None = None
     flush_is_async: bool = False
+    fail_open: bool = False
+    name: str = ""
 
 
 @dataclass(slots=True)
@@ -123,9 +118,20 @@ def _bind(processor: Any, name: HookName) -> BoundHook:
         processor=processor,
         processor_id=pid,
         fn=fn,
-        is_async=_is_async(fn),
+        is_async=is_async_callable(fn),
         data_parts=bool(getattr(processor, "process_data_parts", False)),
         abort=make_abort(pid),
         flush=flush if callable(flush) else None,
-        flush_is_async=_is_async(flush) if callable(flush) else False,
+        flush_is_async=is_async_callable(flush) if callable(flush) else False,
+        fail_open=_fail_open(processor, pid),
+        name=name,
     )
+
+
+def _fail_open(processor: Any, processor_id: str) -> bool:
+    value = getattr(processor, "fail_open", False)
+    if not isinstance(value, bool):
+        raise ConfigurationError(
+            f"processor {processor_id!r}: fail_open must be True or False, got {type(value).__name__}"
+        )
+    return value

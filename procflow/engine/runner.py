@@ -11,7 +11,7 @@ from procflow._logging import is_tracing, log
 from procflow.engine.context import RunContext, report_tripwire
 from procflow.engine.pipeline import BoundHook, ProcessorPipeline
 from procflow.engine.results import apply_messages_result, coerce_prompt
-from procflow.errors import ProcessorResultError
+from procflow.errors import ModelError, ProcessorFailedError, ProcessorResultError, ProcflowError
 from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
 from procflow.messages.prompt import Prompt
@@ -34,27 +34,64 @@ if TYPE_CHECKING:
     from procflow.models.base import LanguageModel
     from procflow.tools.tool import Tool
 
-__all__ = ["LLMRequestOutcome", "PhaseRunner", "StepSettings", "call_hook"]
+__all__ = ["LLMRequestOutcome", "PhaseRunner", "StepSettings", "call_hook", "hook_failed"]
+
+
+def hook_failed(hook: BoundHook, hook_name: str, exc: Exception) -> None:
+    """Apply the processor's failure policy to ``exc``, raised by one of its hooks.
+
+    Logs ``processor_failed`` with the processor id, the hook and the exception's type — never its
+    text, which may quote the content being checked. Then fails closed (raises
+    :class:`~procflow.errors.ProcessorFailedError`: the content is withheld and the call stops) unless
+    the processor declares ``fail_open = True``, in which case it returns and the caller lets the
+    content pass that processor unchanged. procflow's own errors other than model errors (a misuse of
+    its API inside the hook: a bad chunk type, signal name or configuration) are re-raised as they are,
+    whatever the processor declares: they are bugs to fix, and their messages quote no content.
+    """
+    if isinstance(exc, ProcessorFailedError):
+        raise exc  # an inner processor's failure (a workflow's step), already logged and judged
+    log.warning(
+        "processor_failed",
+        processor_id=hook.processor_id,
+        hook=hook_name,
+        error_type=type(exc).__name__,
+        fail_open=hook.fail_open,
+    )
+    if isinstance(exc, ProcflowError) and not isinstance(exc, ModelError):
+        raise exc  # procflow's own misuse errors say what to fix and never quote content
+    if not hook.fail_open:
+        raise ProcessorFailedError(hook.processor_id, hook_name, exc) from None
 
 
 async def call_hook(hook: BoundHook, args: Any, ctx: RunContext) -> Any:
-    """Call one hook, timing it; on a tripwire fire ``on_violation`` once and re-raise."""
+    """Call one hook, timing it; on a tripwire fire ``on_violation`` once and re-raise.
+
+    Any other exception goes through :func:`hook_failed`: the call stops with
+    :class:`~procflow.errors.ProcessorFailedError`, or — for a ``fail_open`` processor — the hook
+    counts as having returned ``None`` (no change).
+    """
     if not is_tracing():
         try:
             return await hook.fn(args) if hook.is_async else hook.fn(args)
         except TripWire as tripwire:
             await report_tripwire(hook.processor, hook.processor_id, tripwire)
             raise
+        except Exception as exc:
+            hook_failed(hook, hook.name, exc)
+            return None
     started = time.perf_counter()
     try:
         result = await hook.fn(args) if hook.is_async else hook.fn(args)
     except TripWire as tripwire:
         await report_tripwire(hook.processor, hook.processor_id, tripwire)
         raise
+    except Exception as exc:
+        hook_failed(hook, hook.name, exc)
+        return None
     log.info(
         "processor_finished",
         processor_id=hook.processor_id,
-        hook=hook.fn.__name__,
+        hook=hook.name,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
     )
     return result

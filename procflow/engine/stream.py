@@ -10,7 +10,11 @@ one call per processor. Rules:
 - a ``data-*`` chunk a stream processor writes (``writer.custom``) is pushed with ``start`` set past
   that processor, so it goes through the *later* processors only;
 - a :class:`TripWire` propagates (after ``on_violation``); the caller emits the ``tripwire`` chunk;
-- any other error is logged and the chunk passes that processor unchanged.
+- an attempt thrown away for a retry is ended with :meth:`StreamRunner.discard`: the flush hooks run
+  so processors reset, and what they release is withheld;
+- any other error is logged (processor id, hook and exception type only) and fails closed: the chunk
+  is withheld and :class:`~procflow.errors.ProcessorFailedError` ends the call — unless the processor
+  declares ``fail_open = True``, when the chunk passes that processor unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 from procflow._logging import log
 from procflow.engine.context import RunContext, report_tripwire
 from procflow.engine.pipeline import BoundHook, ProcessorPipeline
+from procflow.engine.runner import hook_failed
 from procflow.errors import ProcessorResultError
 from procflow.messages.chunk import Chunk
 from procflow.messages.tripwire import TripWire
@@ -93,10 +98,37 @@ class StreamRunner:
             except TripWire as tripwire:
                 await report_tripwire(hook.processor, hook.processor_id, tripwire)
                 raise
+            except Exception as exc:
+                hook_failed(hook, "flush_output_stream", exc)
+                continue  # fail open: what it held is lost, never released unchecked
             emitted = _as_chunks(result, hook)
             if emitted:
                 out.extend(await self._cascade(emitted, index + 1))
         return out
+
+    async def discard(self) -> int:
+        """The current attempt is thrown away (a retried model call): end it, releasing nothing.
+
+        Each ``flush_output_stream`` hook is called so the processor ends the attempt's stream (and
+        resets what it held back), but what it returns is withheld: none of it reaches later processors
+        or the consumer, processed or not. A tripwire raised there concerns text nobody will see, so it
+        is dropped (and not reported). Returns how many chunks were withheld.
+        """
+        withheld = 0
+        for index, hook in enumerate(self._hooks):
+            if hook.flush is None:
+                continue
+            args = self._args[index]
+            try:
+                result = await hook.flush(args) if hook.flush_is_async else hook.flush(args)
+            except TripWire:
+                log.info("stream_discard_tripwire", processor_id=hook.processor_id)
+                continue
+            except Exception as exc:
+                hook_failed(hook, "flush_output_stream", exc)
+                continue
+            withheld += len(_as_chunks(result, hook))
+        return withheld
 
     async def _cascade(self, items: list[Chunk], start: int) -> list[Chunk]:
         hooks = self._hooks
@@ -115,13 +147,8 @@ class StreamRunner:
                     await report_tripwire(hook.processor, hook.processor_id, tripwire)
                     raise
                 except Exception as exc:
-                    log.warning(
-                        "stream_processor_failed",
-                        processor_id=hook.processor_id,
-                        chunk_type=chunk.type,
-                        error=repr(exc),
-                    )
-                    produced.append(chunk)
+                    hook_failed(hook, "process_output_stream", exc)
+                    produced.append(chunk)  # fail open: the chunk passes this processor unchanged
                     continue
                 if result is None:
                     continue

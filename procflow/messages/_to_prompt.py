@@ -42,6 +42,14 @@ def _user_content(message: Message) -> list[PromptPart]:
     return content
 
 
+def _tool_result(part: ToolInvocationPart) -> PromptToolResult:
+    """The model-facing result: the tool's declared model output in place of the raw result."""
+    result = part.result if part.model_output is None else part.model_output
+    return PromptToolResult(
+        tool_call_id=part.tool_call_id, tool_name=part.tool_name, result=result, is_error=part.is_error
+    )
+
+
 def message_to_prompt(message: Message) -> list[PromptMessage]:
     if message.role == "signal":
         info = message.signal or SignalInfo()
@@ -51,13 +59,7 @@ def message_to_prompt(message: Message) -> list[PromptMessage]:
         content = _user_content(message)
         return [PromptMessage(role="user", content=content)] if content else []
     if message.role == "tool":
-        results: list[PromptPart] = [
-            PromptToolResult(
-                tool_call_id=p.tool_call_id, tool_name=p.tool_name, result=p.result, is_error=p.is_error
-            )
-            for p in message.tool_invocations
-            if p.state == "result"
-        ]
+        results: list[PromptPart] = [_tool_result(p) for p in message.tool_invocations if p.state == "result"]
         return [PromptMessage(role="tool", content=results)] if results else []
     if message.role == "assistant":
         return _assistant_to_prompt(message)
@@ -94,13 +96,6 @@ def _assistant_to_prompt(message: Message) -> list[PromptMessage]:
             block.append(
                 PromptToolCall(tool_call_id=part.tool_call_id, tool_name=part.tool_name, args=part.args)
             )
-            results.append(
-                PromptToolResult(
-                    tool_call_id=part.tool_call_id,
-                    tool_name=part.tool_name,
-                    result=part.result,
-                    is_error=part.is_error,
-                )
-            )
+            results.append(_tool_result(part))
     flush()
     return out

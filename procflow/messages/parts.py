@@ -46,6 +46,8 @@ class ToolInvocationPart(_PartBase):
     """A tool call by the model and, once executed, its result.
 
     ``state`` is ``"call"`` until the tool has run, then ``"result"`` with ``result`` set.
+    ``model_output`` is what the model is shown in place of ``result`` when the tool declares a
+    ``to_model_output`` (``None``: the model sees ``result``).
     """
 
     type: Literal["tool-invocation"] = "tool-invocation"
@@ -55,6 +57,7 @@ class ToolInvocationPart(_PartBase):
     state: Literal["call", "result"] = "call"
     result: Any = None
     is_error: bool = False
+    model_output: Any = None
 
 
 class FilePart(_PartBase):

@@ -62,13 +62,18 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The outcome of one executed tool call."""
+    """The outcome of one executed tool call.
+
+    ``model_output`` is what the model was shown instead of ``result``, when the tool declares a
+    ``to_model_output`` (``None``: the model saw ``result``).
+    """
 
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
     result: Any
     is_error: bool = False
+    model_output: Any = None
 
 
 @dataclass(slots=True)

@@ -96,7 +96,7 @@ async def notify_violation(processor: object, violation: ProcessorViolation) -> 
         if inspect.isawaitable(outcome):
             await outcome
     except Exception as exc:
-        log.warning("on_violation_failed", processor_id=violation.processor_id, error=repr(exc))
+        log.warning("on_violation_failed", processor_id=violation.processor_id, error_type=type(exc).__name__)
 
 
 def make_abort(processor_id: str) -> AbortFn:
@@ -125,8 +125,10 @@ class Processor(Protocol):
     ``process_api_error``; plus ``flush_output_stream`` to emit text held back at the end of a stream.
 
     Optional attributes: ``name``, ``description``, ``on_violation`` (called with a
-    :class:`ProcessorViolation` on every tripwire and on reported redactions; its errors are swallowed)
-    and ``process_data_parts`` (also receive ``data-*`` chunks in ``process_output_stream``).
+    :class:`ProcessorViolation` on every tripwire and on reported redactions; its errors are swallowed),
+    ``process_data_parts`` (also receive ``data-*`` chunks in ``process_output_stream``) and
+    ``fail_open`` (``True``: when a hook raises, let the content pass unchanged instead of stopping the
+    call — the default fails closed with :class:`~procflow.errors.ProcessorFailedError`).
     """
 
     id: str
@@ -139,4 +141,5 @@ class ProcessorBase:
     name: str | None = None
     description: str | None = None
     process_data_parts: bool = False
+    fail_open: bool = False
     on_violation: ViolationCallback | None = None

@@ -9,8 +9,7 @@ every model call also gives ``filter_after_tool_steps`` its per-step meaning.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
 from procflow.errors import ConfigurationError
 from procflow.messages.prompt import (
@@ -45,8 +44,9 @@ class ToolCallFilter(ProcessorBase):
         filter_after_tool_steps: Also filter inside the current run, keeping its last ``n`` tool steps
             (``0`` filters them all). ``None`` (default) keeps the whole current run.
         preserve_model_output: Replace each removed call that has a result by a compact text record of
-            what the tool returned to the model (``[tool_name result: ...]``), dropping the raw
-            arguments. When the tool has a ``to_model_output(result)`` callable, its output is used.
+            what the model was shown (``[tool_name result: ...]``), dropping the raw arguments and the
+            raw result: for a tool that declares ``to_model_output``, its model output (stored with the
+            result when the tool ran), else the result itself.
         max_output_chars: The longest preserved record text; longer outputs are cut with ``…``.
         id: The processor id (default ``"tool-call-filter"``).
     """
@@ -126,15 +126,14 @@ class ToolCallFilter(ProcessorBase):
                 elif self.preserve_model_output and isinstance(part, PromptToolCall):
                     result = results.get(part.tool_call_id)
                     if result is not None:
-                        content.append(PromptText(text=self._record(result, args)))
+                        content.append(PromptText(text=self._record(result)))
             if content:
                 out.append(PromptMessage(role=message.role, content=content))
         return ProcessLLMRequestResult(prompt=out) if changed else None
 
-    def _record(self, result: PromptToolResult, args: ProcessLLMRequestArgs) -> str:
-        tool = args.tools.get(result.tool_name)
-        to_model_output: Callable[[Any], Any] | None = getattr(tool, "to_model_output", None)
-        output = to_text(to_model_output(result.result) if callable(to_model_output) else result.result)
+    def _record(self, result: PromptToolResult) -> str:
+        # The prompt's result is already model-facing: a tool's declared model output, not its raw result.
+        output = to_text(result.result)
         if len(output) > self.max_output_chars:
             output = output[: self.max_output_chars - 1] + "…"
         kind = "error" if result.is_error else "result"

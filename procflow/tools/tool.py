@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any, get_type_hints
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from procflow._callables import is_async_callable
 from procflow.errors import ConfigurationError, ToolArgumentsError
 from procflow.messages.request_context import RequestContext
 from procflow.messages.writer import StreamWriter
@@ -37,6 +39,9 @@ class ToolContext:
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 
+ModelOutputFunction = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+"""``to_model_output(result)``: what the model is shown in place of a tool's result."""
+
 
 @dataclass(frozen=True, slots=True)
 class Tool:
@@ -48,6 +53,12 @@ class Tool:
         input_model: The pydantic model the arguments are validated against.
         execute: Called with the validated arguments as keyword arguments (plus ``context`` when the
             function declares it); sync functions run in a worker thread.
+        to_model_output: A function of the tool's result (sync or async, kept cheap: it runs in the
+            event loop) returning what the model is shown *instead of* the result — a string or a
+            JSON-serialisable value, e.g. a short summary of a large record. The raw result stays in
+            ``result.tool_results``, the stored message and the UI; the model output is stored next to
+            it (``ToolInvocationPart.model_output``), so later turns and ``ToolCallFilter``'s
+            ``preserve_model_output`` records use it too. Returning ``None`` shows the raw result.
     """
 
     name: str
@@ -56,6 +67,7 @@ class Tool:
     execute: ToolFunction | None = None
     wants_context: bool = False
     is_async: bool = False
+    to_model_output: ModelOutputFunction | None = None
 
     def spec(self) -> ToolSpec:
         """Return the provider-facing description of this tool."""
@@ -86,9 +98,28 @@ class Tool:
         fn = self.execute
         return await anyio.to_thread.run_sync(lambda: fn(**kwargs))
 
+    async def model_output(self, result: Any) -> Any:
+        """What the model is shown for ``result``: ``to_model_output(result)``, or ``None`` for the result."""
+        convert = self.to_model_output
+        if convert is None:
+            return None
+        output = convert(result)
+        if inspect.isawaitable(output):
+            output = await output
+        return output
+
+
+def _annotated(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What carries ``fn``'s parameter annotations: the function a partial wraps, an object's ``__call__``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isroutine(fn) or inspect.isclass(fn):
+        return fn
+    return type(fn).__call__
+
 
 def _model_from_signature(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], bool]:
-    hints = get_type_hints(fn)
+    hints = get_type_hints(_annotated(fn))
     fields: dict[str, Any] = {}
     wants_context = False
     for param in inspect.signature(fn).parameters.values():
@@ -110,15 +141,26 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_model: type[BaseModel] | None = None,
+    to_model_output: ModelOutputFunction | None = None,
 ) -> Any:
     """Make a :class:`Tool` from a function, as ``tool(fn)`` or ``@tool(name=...)``.
 
     The arguments schema comes from ``input_model`` or from the function's annotated parameters; the
-    description from ``description`` or the docstring's first paragraph.
+    description from ``description`` or the docstring's first paragraph. ``to_model_output`` (a
+    function of the result) decides what the model is shown instead of the raw result (see
+    :class:`Tool`).
     """
+    if to_model_output is not None and not callable(to_model_output):
+        raise ConfigurationError(
+            f"to_model_output must be a function of the tool's result, got {type(to_model_output).__name__}"
+        )
 
     def build(func: ToolFunction) -> Tool:
-        tool_name = name or func.__name__
+        tool_name = name or getattr(func, "__name__", None)
+        if not tool_name:
+            raise ConfigurationError(
+                f"a {type(func).__name__} object has no __name__: give the tool one with tool(fn, name=...)"
+            )
         doc = inspect.getdoc(func) or ""
         text = description or doc.split("\n\n")[0].strip()
         if not text:
@@ -135,7 +177,8 @@ def tool(
             input_model=model,
             execute=func,
             wants_context=wants_context,
-            is_async=inspect.iscoroutinefunction(func),
+            is_async=is_async_callable(func),
+            to_model_output=to_model_output,
         )
 
     if fn is not None:

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, assert_never, overload
 
+from procflow._callables import is_async_callable
 from procflow.engine.executor import run_node_alone
 from procflow.engine.pipeline import ProcessorPipeline, processor_id_of
 from procflow.engine.plan import NodeKind, PlanNode
@@ -33,14 +34,6 @@ __all__ = [
 
 ExecuteFn = Callable[[StepContext[Any]], Any]
 """A step's body: receives the :class:`StepContext`, returns the output (``def`` or ``async def``)."""
-
-
-def is_async_callable(fn: Callable[..., Any]) -> bool:
-    """Whether calling ``fn`` returns a coroutine (async functions and objects with an async ``__call__``)."""
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 class Step:
