@@ -49,6 +49,8 @@ def _process(command: list[str]) -> Iterator[subprocess.Popen[str]]:
     finally:
         child.terminate()
         child.wait(10)
+        if child.stdout is not None:
+            child.stdout.close()
 
 
 async def _wait_healthy(client: httpx.AsyncClient, url: str) -> None:
