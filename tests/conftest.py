@@ -1,13 +1,11 @@
-"""Shared fixtures: the anyio backend, quiet structlog output, the Hypothesis profile and real servers."""
+"""Shared fixtures: the anyio backend, the Hypothesis profile and real servers."""
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 
 import pytest
-import structlog
 from hypothesis import HealthCheck, settings
 from services import PostgresServer, RedisServer, ServiceError, running_postgres, running_redis
 
@@ -25,11 +23,6 @@ settings.load_profile("procflow")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _quiet_structlog() -> None:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 
 # -- real servers (tests/services.py): started once per test session, on first use ---------------------

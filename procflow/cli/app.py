@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
-
-import structlog
+from collections.abc import Iterator, Sequence
 
 from procflow.cli import chat_command, check_command, graph_command, run_command
 from procflow.cli.console import stderr_console
@@ -27,7 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"procflow {__version__}")
     parser.add_argument(
-        "-v", "--verbose", action="store_true", help="log every tripwire and warning event (on stderr)"
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also log tripwires and retries (debug events, on stderr)",
     )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for command in (run_command, graph_command, check_command, chat_command):
@@ -38,20 +40,28 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``procflow`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     args = build_parser().parse_args(argv)
-    _configure_logging(verbose=args.verbose)
     console = stderr_console()
-    try:
-        code: int = args.handler(args, console)
-    except KeyboardInterrupt:
-        console.print()
-        return 130
+    with _logging_to_stderr(verbose=args.verbose):
+        try:
+            code: int = args.handler(args, console)
+        except KeyboardInterrupt:
+            console.print()
+            return 130
     return code
 
 
-def _configure_logging(*, verbose: bool) -> None:
-    # The command is an application, so it may configure structlog: logs go to stderr, never into the
-    # JSONL on stdout, and only warnings unless --verbose.
-    structlog.configure(
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO if verbose else logging.WARNING),
-    )
+@contextlib.contextmanager
+def _logging_to_stderr(*, verbose: bool) -> Iterator[None]:
+    # The command is an application, so it shows procflow's events: on stderr, never in the JSONL on
+    # stdout; warnings only unless --verbose. Undone afterwards, so main() can be called again.
+    logger = logging.getLogger("procflow")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("procflow: %(levelname)s %(message)s"))
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)

@@ -51,7 +51,7 @@ async def call_hook(hook: BoundHook, args: Any, ctx: RunContext) -> Any:
     except TripWire as tripwire:
         await report_tripwire(hook.processor, hook.processor_id, tripwire)
         raise
-    log.info(
+    log.debug(
         "processor_finished",
         processor_id=hook.processor_id,
         hook=hook.fn.__name__,

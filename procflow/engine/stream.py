@@ -119,7 +119,7 @@ class StreamRunner:
                         "stream_processor_failed",
                         processor_id=hook.processor_id,
                         chunk_type=chunk.type,
-                        error=repr(exc),
+                        error=type(exc).__name__,
                     )
                     produced.append(chunk)
                     continue

@@ -96,7 +96,7 @@ async def notify_violation(processor: object, violation: ProcessorViolation) -> 
         if inspect.isawaitable(outcome):
             await outcome
     except Exception as exc:
-        log.warning("on_violation_failed", processor_id=violation.processor_id, error=repr(exc))
+        log.warning("on_violation_failed", processor_id=violation.processor_id, error=type(exc).__name__)
 
 
 def make_abort(processor_id: str) -> AbortFn:
