@@ -1,4 +1,4 @@
-"""``procflow chat`` with the scripted model, driven through stdin of the real console script."""
+"""``procflow chat`` with the scripted model, driven through stdin (in-process)."""
 
 from __future__ import annotations
 

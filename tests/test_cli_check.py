@@ -1,4 +1,4 @@
-"""``procflow check``: validate a pipeline and print each problem with its fix, through the console script."""
+"""``procflow check``: validate a pipeline and print each problem with its fix (in-process)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ def test_duplicate_ids_fail_with_the_fix() -> None:
 
 
 def test_a_bad_reference_fails_naming_what_was_looked_for() -> None:
-    """A reference to a missing object exits 1 and names the object and the file."""
+    """A reference to a missing object is a usage error (2), as everywhere, naming what was looked for."""
     done = procflow("check", f"{PIPELINES}:guard")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "has no attribute 'guard'" in done.stdout
 
 

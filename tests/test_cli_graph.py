@@ -1,4 +1,4 @@
-"""``procflow graph``: Mermaid, DOT, JSON, SVG and PNG pictures of pipelines, through the console script."""
+"""``procflow graph``: Mermaid, DOT, JSON, SVG and PNG pictures of pipelines (in-process)."""
 
 from __future__ import annotations
 

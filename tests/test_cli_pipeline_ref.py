@@ -1,4 +1,4 @@
-"""Pipeline references (``FILE.py:NAME`` / ``MODULE:NAME``) and their errors, through the console script."""
+"""Pipeline references (``FILE.py:NAME`` / ``MODULE:NAME``) and their errors (in-process)."""
 
 from __future__ import annotations
 
@@ -47,15 +47,28 @@ def test_reference_without_name_looks_for_pipeline(tmp_path: Path) -> None:
 
 
 def test_module_reference_and_factory_functions_load(tmp_path: Path) -> None:
-    """`package.module:name` imports from the Python path; a zero-argument function is called."""
-    code, _, err = _run(tmp_path, "fixtures.cli_pipelines:make_pipeline")
-    assert code == 2, "tests/ is not on the subprocess's path"
-    assert "no module named 'fixtures'" in err
-    done = procflow(
-        "run", "-", "-p", "fixtures.cli_pipelines:make_pipeline", stdin='{"messages": []}', cwd=ROOT / "tests"
+    """`module:name` imports from the current directory; a zero-argument function is called."""
+    (tmp_path / "guards_for_ref_test.py").write_text(
+        "from cli_pipelines import EmailRedactor\n\ndef make():\n    return [EmailRedactor()]\n",
+        encoding="utf-8",
     )
+    source = write_jsonl(tmp_path / "in.jsonl", chat(("user", "mail z@example.com")))
+    done = procflow("run", source, "-p", "guards_for_ref_test:make", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert jsonl(done.stdout) == [{"messages": []}]
+    assert jsonl(done.stdout)[0]["messages"][0]["content"] == "mail [EMAIL]"
+
+
+def test_a_module_that_fails_to_import_names_the_line(tmp_path: Path) -> None:
+    """A module raising while imported is a usage error naming the exception and where it was raised."""
+    (tmp_path / "broken_for_ref_test.py").write_text("import json\njson.loads('{')\n", encoding="utf-8")
+    (tmp_path / "missing_dep_for_ref_test.py").write_text("import no_such_dependency\n", encoding="utf-8")
+    done = procflow("check", "broken_for_ref_test:pipeline", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "module 'broken_for_ref_test'" in done.stdout
+    assert "raised JSONDecodeError" in done.stdout
+    missing = procflow("check", "missing_dep_for_ref_test:pipeline", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "raised ModuleNotFoundError: No module named 'no_such_dependency'" in missing.stdout
 
 
 def test_object_of_the_wrong_kind_says_what_was_expected(tmp_path: Path) -> None:

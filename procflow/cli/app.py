@@ -1,4 +1,8 @@
-"""The ``procflow`` command: parse the arguments and dispatch to a subcommand."""
+"""The ``procflow`` command: parse the arguments and dispatch to a subcommand.
+
+Only what ``procflow --help`` needs is imported up front; each subcommand imports its machinery
+(rich, the engine, the agent, the renderer) when it runs.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,7 @@ import logging
 import sys
 from collections.abc import Iterator, Sequence
 
-from procflow.cli import chat_command, check_command, graph_command, run_command
-from procflow.cli.console import stderr_console
+from procflow.cli.console import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_stdout
 
 __all__ = ["build_parser", "main"]
 
@@ -17,6 +20,7 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of the ``procflow`` command and its subcommands."""
     from procflow import __version__
+    from procflow.cli import chat_command, check_command, graph_command, run_command
 
     parser = argparse.ArgumentParser(
         prog="procflow",
@@ -38,15 +42,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``procflow`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    """Run the ``procflow`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    Ctrl-C at any point — while modules load, a pipeline is imported, or a job runs — exits with 130
+    and no traceback; a closed stdout (``| head -1``) exits quietly with 141.
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    from procflow.cli.console import stderr_console
+
     console = stderr_console()
     with _logging_to_stderr(verbose=args.verbose):
-        try:
-            code: int = args.handler(args, console)
-        except KeyboardInterrupt:
-            console.print()
-            return 130
+        code: int = args.handler(args, console)
     return code
 
 

@@ -119,9 +119,22 @@ def _import(reference: str, location: str) -> ModuleType:
                 f"no module named {exc.name!r} (looked for module {location!r} on the Python path)",
                 fix="Check the spelling, install the package, or give a file path (path/to/file.py:NAME)",
             ) from None
-        raise _failed(reference, f"module {location!r}", None, exc) from exc
+        raise _failed(reference, f"module {location!r}", _origin(location), exc) from exc
     except Exception as exc:
-        raise _failed(reference, f"module {location!r}", None, exc) from exc
+        raise _failed(reference, f"module {location!r}", _origin(location), exc) from exc
+
+
+def _origin(location: str) -> Path | None:
+    """The file module ``location`` was loaded from, to point at the line of it that raised."""
+    module = sys.modules.get(location)
+    origin = getattr(getattr(module, "__spec__", None), "origin", None)
+    if origin is None:
+        try:
+            spec = importlib.util.find_spec(location)
+        except (ImportError, ValueError):
+            return None
+        origin = spec.origin if spec is not None else None
+    return Path(origin).resolve() if origin and origin != "built-in" else None
 
 
 def _import_file(reference: str, path: Path) -> ModuleType:
