@@ -28,6 +28,10 @@ BAD_LINES = {
         '{"messages": [], "meta": ' + "[" * 150 + "]" * 150 + "}",
         "meta[0][0][0]…(94 more)…[0][0]: nested deeper than 100 levels",
     ),
+    "deep nesting under an odd key": (
+        '{"messages": [], "meta": {"' + SECRET + '": ' + "[" * 120 + "]" * 120 + "}}",
+        "meta.<key of 14 characters>[0][0]…(94 more)…[0][0]: nested deeper than 100 levels",
+    ),
     "5,000-digit integer": (
         '{"messages": [{"role": "user", "content": "' + SECRET + '"}], "n": ' + "7" * 5000 + "}",
         "an integer has more digits than Python converts (4300)",

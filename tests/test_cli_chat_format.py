@@ -157,6 +157,10 @@ SECRET = "my password is hunter2"
         ({"messages": [SECRET]}, "messages[0]: expected a turn object, got a string of 22 characters"),
         ({"messages": {"role": "user"}}, "the conversation 'messages' is not a list"),
         ([SECRET], 'expected a JSON object like {"messages": [...]}, got an array of 1 items'),
+        (None, 'expected a JSON object like {"messages": [...]}, got null'),
+        ({"messages": [{"role": True}]}, "messages[0].role: must be a string, not a boolean"),
+        ({"messages": [{"role": "user", "content": 1.5}]}, "messages[0].content: must be a string, null or"),
+        ({"messages": [object()]}, "messages[0]: expected a turn object, got a object"),
     ],
 )
 def test_invalid_turns_name_the_field_and_the_problem_without_quoting_it(record: Any, problem: str) -> None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli_support import ROOT, chat, jsonl, procflow, write_jsonl
-
-PIPELINES = ROOT / "tests" / "fixtures" / "cli_pipelines.py"
+import pytest
+from cli_support import PIPELINES, WORKFLOWS, chat, jsonl, procflow, write_jsonl
 
 
 def _run(tmp_path: Path, reference: str) -> tuple[int, str, str]:
@@ -84,3 +83,50 @@ def test_duplicate_processor_ids_are_rejected_with_a_fix(tmp_path: Path) -> None
     assert code == 2
     assert out == ""
     assert "share the id 'email-redactor'" in err
+
+
+def test_a_reference_without_a_module_says_how_to_write_one(tmp_path: Path) -> None:
+    """`-p :name` names no module or file: a usage error that shows the two forms."""
+    code, _, err = _run(tmp_path, ":pipeline")
+    assert code == 2
+    assert "the reference names no module or file. Write it as FILE.py:NAME or MODULE:NAME" in err
+
+
+def test_a_path_that_is_not_python_cannot_be_imported(tmp_path: Path) -> None:
+    """A file reference to a non-Python file says it cannot be imported."""
+    (tmp_path / "guards.txt").write_text("nothing", encoding="utf-8")
+    code, _, err = _run(tmp_path, f"{tmp_path}/guards.txt:pipeline")
+    assert code == 2
+    assert "cannot be imported as a Python module" in err
+
+
+def test_a_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
+    """A pipeline file that does not parse names its own line, not the importer's."""
+    (tmp_path / "typo.py").write_text("pipeline = [\n  1,\n  2 3]\n", encoding="utf-8")
+    code, _, err = _run(tmp_path, f"{tmp_path}/typo.py:pipeline")
+    assert code == 2
+    assert "typo.py:3 raised SyntaxError" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("mixed", "the list holds items that are not processors: #1 (str), #2 (int)"),
+        ("os", "it names the module 'os', not a workflow"),
+        ("EmailRedactor", "it names the class EmailRedactor (create an instance: EmailRedactor(...))"),
+        ("needs_arguments", "it names the function needs_arguments() which needs arguments ['level']"),
+        ("EmailRedactor.nope", "'EmailRedactor' has no attribute 'nope'"),
+    ],
+)
+def test_objects_that_are_not_pipelines_are_described(name: str, said: str, tmp_path: Path) -> None:
+    """What the reference names is described by kind, with what would be accepted."""
+    code, _, err = _run(tmp_path, f"{PIPELINES}:{name}")
+    assert code == 2
+    assert said in " ".join(err.split())
+
+
+def test_an_agent_with_processor_factories_cannot_run_stored_conversations(tmp_path: Path) -> None:
+    """An agent whose processors are a function of the request context is refused, saying what to do."""
+    code, _, err = _run(tmp_path, f"{WORKFLOWS}:dynamic_agent")
+    assert code == 2
+    assert "the agent's input_processors is a function of the request context" in err

@@ -48,7 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     and no traceback; a closed stdout (``| head -1``) exits quietly with 141.
     """
     try:
-        return _main(argv)
+        try:
+            return _main(argv)
+        finally:
+            # Flushed here, not at interpreter exit, so a closed pipe is noticed where it is handled.
+            sys.stdout.flush()
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         return EXIT_INTERRUPTED
