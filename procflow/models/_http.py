@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +115,9 @@ async def open_sse(
             ) as response,
         ):
             await _raise_for_status(response, config)
-            yield EventSource(response).aiter_sse()
+            # Closed here, not left to the garbage collector (trio warns about a pending generator).
+            async with aclosing(EventSource(response).aiter_sse()) as events:
+                yield events
     except SSEError as exc:
         raise InvalidResponseError(
             f"{config.provider} answered a streaming request to {url} without server-sent events: {exc}",
