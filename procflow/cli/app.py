@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Iterator, Sequence
 
-from procflow.cli.console import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_stdout
+from procflow.cli.console import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, silence_stdout
 
 __all__ = ["build_parser", "main"]
 
@@ -63,9 +63,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    from procflow.cli.console import stderr_console
+    try:
+        from procflow.cli.console import stderr_console
 
-    console = stderr_console()
+        console = stderr_console()
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] != "rich":
+            raise
+        sys.stderr.write("error: the procflow command needs its 'cli' extra: pip install 'procflow[cli]'\n")
+        return EXIT_USAGE
     with _logging_to_stderr(verbose=args.verbose):
         code: int = args.handler(args, console)
     return code
