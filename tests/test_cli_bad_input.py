@@ -18,7 +18,7 @@ BAD_LINES = {
     ),
     "role given as an object": (
         json.dumps({"messages": [{"role": {SECRET: "user"}, "content": SECRET}]}),
-        "messages[0].role: must be a string, not an object with 1 keys",
+        "messages[0].role: must be a string, not an object with 1 key",
     ),
     "100k-deep nesting": (
         '{"messages": [], "meta": ' + "[" * 100_000 + "]" * 100_000 + "}",

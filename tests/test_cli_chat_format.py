@@ -96,7 +96,7 @@ SECRET = "my password is hunter2"
         ),
         (
             {"messages": [{"role": "user", "content": {"text": SECRET}}]},
-            "messages[0].content: must be a string, null or a list of parts, not an object with 1 keys",
+            "messages[0].content: must be a string, null or a list of parts, not an object with 1 key",
         ),
         (
             {"messages": [{"role": "tool", "content": "x"}]},
@@ -108,7 +108,7 @@ SECRET = "my password is hunter2"
         ),
         (
             {"messages": [{"role": "assistant", "content": "x", "tool_calls": {"id": SECRET}}]},
-            "messages[0].tool_calls: must be a list, not an object with 1 keys",
+            "messages[0].tool_calls: must be a list, not an object with 1 key",
         ),
         (
             {"messages": [{"role": "assistant", "tool_calls": [SECRET]}]},
@@ -120,7 +120,7 @@ SECRET = "my password is hunter2"
         ),
         (
             _assistant_call(f'["{SECRET}"]'),
-            "messages[0].tool_calls[0].function.arguments: must be a JSON object, not an array of 1 items",
+            "messages[0].tool_calls[0].function.arguments: must be a JSON object, not an array of 1 item",
         ),
         (
             _assistant_call('{"n": NaN}'),
@@ -140,23 +140,23 @@ SECRET = "my password is hunter2"
         ),
         (
             {"messages": [{"role": "user", "content": ["x", SECRET]}]},
-            "messages[0].content[0]: a content part must be an object, not a string of 1 characters",
+            "messages[0].content[0]: a content part must be an object, not a string of 1 character",
         ),
         (
             {"messages": [{"role": "user", "content": [{"type": "text", "text": [SECRET]}]}]},
-            "messages[0].content[0].text: must be a string, not an array of 1 items",
+            "messages[0].content[0].text: must be a string, not an array of 1 item",
         ),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
             "messages[0].content[0]: an image_url part needs",
         ),
         ({"messages": [{"content": SECRET}]}, "messages[0].role: is missing; use one of system"),
-        ({"messages": [{"role": ["user"]}]}, "messages[0].role: must be a string, not an array of 1 items"),
+        ({"messages": [{"role": ["user"]}]}, "messages[0].role: must be a string, not an array of 1 item"),
         ({"messages": [{"role": {"name": "user"}}]}, "messages[0].role: must be a string, not an object"),
         ({"messages": [{"role": SECRET}]}, "messages[0].role: unknown role a string of 22 characters"),
         ({"messages": [SECRET]}, "messages[0]: expected a turn object, got a string of 22 characters"),
         ({"messages": {"role": "user"}}, "the conversation 'messages' is not a list"),
-        ([SECRET], 'expected a JSON object like {"messages": [...]}, got an array of 1 items'),
+        ([SECRET], 'expected a JSON object like {"messages": [...]}, got an array of 1 item'),
         (None, 'expected a JSON object like {"messages": [...]}, got null'),
         ({"messages": [{"role": True}]}, "messages[0].role: must be a string, not a boolean"),
         ({"messages": [{"role": "user", "content": 1.5}]}, "messages[0].content: must be a string, null or"),

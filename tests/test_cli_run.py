@@ -297,3 +297,14 @@ def test_python_dash_m_is_the_same_program() -> None:
     with pytest.raises(SystemExit) as exited:
         runpy.run_module("procflow.cli", run_name="__main__", alter_sys=False)
     assert exited.value.code == 2  # no command: a usage error
+
+
+def test_verbose_logs_tripwires_on_stderr_without_message_text(tmp_path: Path) -> None:
+    """`procflow -v run` logs the debug events on stderr; without -v only warnings; never the text."""
+    source = write_jsonl(tmp_path / "in.jsonl", chat(("user", "forbidden secret-words-here")))
+    verbose = procflow("-v", "run", source, "-p", PIPELINE, "-q")
+    assert "procflow: DEBUG processor_tripwire processor_id='blocker' retry=False" in verbose.stderr
+    assert "secret-words-here" not in verbose.stderr
+    quiet = procflow("run", source, "-p", PIPELINE, "-q")
+    assert quiet.stderr == ""
+    assert jsonl(quiet.stdout)[0]["blocked"]["processor_id"] == "blocker"

@@ -120,7 +120,7 @@ def _key(key: str) -> str:
     """A key as written in a path: itself when it is a short identifier, else its length only."""
     if len(key) <= 40 and key.isidentifier():
         return key
-    return f"<key of {len(key)} characters>"
+    return f"<key of {_count(len(key), 'character')}>"
 
 
 def describe(value: Any) -> str:
@@ -132,9 +132,13 @@ def describe(value: Any) -> str:
     if isinstance(value, int | float):
         return "a number"
     if isinstance(value, str):
-        return f"a string of {len(value)} characters"
+        return f"a string of {_count(len(value), 'character')}"
     if isinstance(value, list):
-        return f"an array of {len(value)} items"
+        return f"an array of {_count(len(value), 'item')}"
     if isinstance(value, dict):
-        return f"an object with {len(value)} keys"
+        return f"an object with {_count(len(value), 'key')}"
     return f"a {type(value).__name__}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

@@ -132,7 +132,7 @@ _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 
 def _label(value: str) -> str:
     """A short keyword-like value (a role, a part type) quoted; anything else only by its length."""
-    return repr(value) if _NAME.fullmatch(value) else f"a string of {len(value)} characters"
+    return repr(value) if _NAME.fullmatch(value) else describe(value)
 
 
 def _parse_turn(turn: Any, calls: dict[str, ToolInvocationPart]) -> tuple[Message, _TurnFormat]:
