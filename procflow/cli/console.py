@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,8 +33,6 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 """The reader of stdout went away (``| head -1``), as for a program stopped by SIGPIPE (128 + 13)."""
 
-_PACKAGE = Path(__file__).resolve().parent.parent
-
 
 def stderr_console() -> Console:
     """Return the console all diagnostics, progress bars and summaries go to (stdout is for data)."""
@@ -63,12 +59,16 @@ def describe_exception(exc: BaseException) -> str:
 
     procflow's own errors are described in full: their messages never quote message text.
     """
+    import traceback
+    from pathlib import Path
+
     from procflow.errors import ProcflowError
 
     if isinstance(exc, ProcflowError):
         return f"{type(exc).__name__}: {exc}"
+    package = Path(__file__).resolve().parent.parent
     frames = traceback.extract_tb(exc.__traceback__)
-    outside = [f for f in frames if not Path(f.filename).resolve().is_relative_to(_PACKAGE)]
+    outside = [f for f in frames if not Path(f.filename).resolve().is_relative_to(package)]
     where = (outside or frames)[-1:] if frames else []
     at = f" at {Path(where[0].filename).name}:{where[0].lineno}" if where else ""
     return f"{type(exc).__name__} raised{at} (its message is not shown: it may quote the conversation)"
