@@ -14,11 +14,9 @@ Run it: ``python examples/agent_processors.py``.
 
 from __future__ import annotations
 
-import logging
 import re
 
 import anyio
-import structlog
 
 from procflow import Agent, Chunk, Message
 from procflow.processors import (
@@ -116,8 +114,6 @@ def build_agent() -> tuple[Agent, ScriptedModel]:
 
 async def main() -> None:
     """Stream one request that is redacted, retried and answered; then one that is blocked."""
-    # procflow logs tripwires and retries at info level; keep this demo's output to what it prints.
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     agent, model = build_agent()
 
     print("== request 1: streamed")

@@ -1,13 +1,11 @@
-"""Shared fixtures: the anyio backend, quiet structlog output, the Hypothesis profile and real servers."""
+"""Shared fixtures: the anyio backend, the Hypothesis profile and real servers."""
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 
 import pytest
-import structlog
 from hypothesis import HealthCheck, settings
 from services import PostgresServer, RedisServer, ServiceError, running_postgres, running_redis
 
@@ -22,14 +20,32 @@ settings.register_profile(
 settings.load_profile("procflow")
 
 
+# The core, engine, workflow and agent tests run on both of anyio's backends (procflow promises
+# anyio-only concurrency, so asyncio-isms would show up on trio); the others run on asyncio only, to
+# keep the suite's time down.
+BOTH_BACKENDS = (
+    "test_agent_",
+    "test_batch_parts",
+    "test_ensure_final_response",
+    "test_message_",
+    "test_runner_",
+    "test_stream_error_retry",
+    "test_testing_helpers",
+    "test_tool_",
+    "test_workflow_",
+)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
+    """The backend of async tests not listed in BOTH_BACKENDS."""
     return "asyncio"
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _quiet_structlog() -> None:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run the async tests of the BOTH_BACKENDS files on asyncio and on trio."""
+    if "anyio_backend" in metafunc.fixturenames and metafunc.module.__name__.startswith(BOTH_BACKENDS):
+        metafunc.parametrize("anyio_backend", ["asyncio", "trio"], scope="module")
 
 
 # -- real servers (tests/services.py): started once per test session, on first use ---------------------

@@ -79,29 +79,105 @@ def test_developer_turns_are_system_messages_written_back_as_developer() -> None
     assert conversation_to_record(conversation) == record
 
 
+def _assistant_call(arguments: object) -> dict[str, Any]:
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    return {"messages": [{"role": "assistant", "content": None, "tool_calls": [call]}]}
+
+
+SECRET = "my password is hunter2"
+
+
 @pytest.mark.parametrize(
     ("record", "problem"),
     [
-        ({"messages": [{"role": "user", "content": 3}]}, "'content' must be a string, null or a list"),
-        ({"messages": [{"role": "tool", "content": "x"}]}, "a tool turn needs 'tool_call_id'"),
-        ({"messages": [{"role": "user", "content": "x", "tool_calls": []}]}, "only assistant turns"),
         (
-            {
-                "messages": [
-                    {
-                        "role": "assistant",
-                        "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{"}}],
-                    }
-                ]
-            },
-            "'arguments' is not valid JSON",
+            {"messages": [{"role": "user", "content": 3}]},
+            "messages[0].content: must be a string, null or a list of parts, not a number",
         ),
-        ({"messages": [{"role": "user", "content": [{"type": "audio"}]}]}, "unsupported content part"),
+        (
+            {"messages": [{"role": "user", "content": {"text": SECRET}}]},
+            "messages[0].content: must be a string, null or a list of parts, not an object with 1 key",
+        ),
+        (
+            {"messages": [{"role": "tool", "content": "x"}]},
+            "messages[0].tool_call_id: a tool turn needs 'tool_call_id'",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x", "tool_calls": []}]},
+            "messages[0].tool_calls: only assistant turns may have tool_calls, not 'user' turns",
+        ),
+        (
+            {"messages": [{"role": "assistant", "content": "x", "tool_calls": {"id": SECRET}}]},
+            "messages[0].tool_calls: must be a list, not an object with 1 key",
+        ),
+        (
+            {"messages": [{"role": "assistant", "tool_calls": [SECRET]}]},
+            "messages[0].tool_calls[0]: a tool call needs {'id': ...",
+        ),
+        (
+            _assistant_call("{"),
+            "messages[0].tool_calls[0].function.arguments: invalid JSON: Expecting property name",
+        ),
+        (
+            _assistant_call(f'["{SECRET}"]'),
+            "messages[0].tool_calls[0].function.arguments: must be a JSON object, not an array of 1 item",
+        ),
+        (
+            _assistant_call('{"n": NaN}'),
+            "messages[0].tool_calls[0].function.arguments: NaN is not a JSON number",
+        ),
+        (
+            {"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": 3}}]}]},
+            "messages[0].tool_calls[0].function.name: a tool call needs a function name",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "audio"}]}]},
+            "messages[0].content[0].type: unsupported content part type 'audio'",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": SECRET}]}]},
+            "messages[0].content[0].type: unsupported content part type a string of 22 characters",
+        ),
+        (
+            {"messages": [{"role": "user", "content": ["x", SECRET]}]},
+            "messages[0].content[0]: a content part must be an object, not a string of 1 character",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": [SECRET]}]}]},
+            "messages[0].content[0].text: must be a string, not an array of 1 item",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+            "messages[0].content[0]: an image_url part needs",
+        ),
+        ({"messages": [{"content": SECRET}]}, "messages[0].role: is missing; use one of system"),
+        ({"messages": [{"role": ["user"]}]}, "messages[0].role: must be a string, not an array of 1 item"),
+        ({"messages": [{"role": {"name": "user"}}]}, "messages[0].role: must be a string, not an object"),
+        ({"messages": [{"role": SECRET}]}, "messages[0].role: unknown role a string of 22 characters"),
+        ({"messages": [SECRET]}, "messages[0]: expected a turn object, got a string of 22 characters"),
+        ({"messages": {"role": "user"}}, "the conversation 'messages' is not a list"),
+        ([SECRET], 'expected a JSON object like {"messages": [...]}, got an array of 1 item'),
+        (None, 'expected a JSON object like {"messages": [...]}, got null'),
+        ({"messages": [{"role": True}]}, "messages[0].role: must be a string, not a boolean"),
+        ({"messages": [{"role": "user", "content": 1.5}]}, "messages[0].content: must be a string, null or"),
+        ({"messages": [object()]}, "messages[0]: expected a turn object, got a object"),
     ],
 )
-def test_invalid_turns_name_the_turn_and_the_problem(record: dict[str, Any], problem: str) -> None:
-    """A bad turn raises ConversationFormatError naming the line, the turn index and the problem."""
-    with pytest.raises(ConversationFormatError, match=problem) as caught:
+def test_invalid_turns_name_the_field_and_the_problem_without_quoting_it(record: Any, problem: str) -> None:
+    """A bad record raises ConversationFormatError naming the line and the field path, quoting no content."""
+    with pytest.raises(ConversationFormatError) as caught:
         parse_conversation(record, line=12)
     assert caught.value.line == 12
-    assert str(caught.value).startswith("line 12: messages[0]: ")
+    assert str(caught.value).startswith(f"line 12: {problem}")
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_tool_turn_without_a_matching_call_keeps_its_own_name() -> None:
+    """A tool result whose call is not in the conversation keeps the name it was written with."""
+    conversation = parse_conversation(
+        {"messages": [{"role": "tool", "tool_call_id": "x", "name": "lookup", "content": "ok"}]}
+    )
+    [result] = conversation.messages[0].tool_invocations
+    assert (result.tool_name, result.args) == ("lookup", {})
+    nameless = parse_conversation({"messages": [{"role": "tool", "tool_call_id": "x", "name": 3}]})
+    assert nameless.messages[0].tool_invocations[0].tool_name == "unknown"

@@ -1,11 +1,8 @@
-"""``procflow check``: validate a pipeline and print each problem with its fix, through the console script."""
+"""``procflow check``: validate a pipeline and print each problem with its fix (in-process)."""
 
 from __future__ import annotations
 
-from cli_support import ROOT, procflow
-
-PIPELINES = ROOT / "tests" / "fixtures" / "cli_pipelines.py"
-WORKFLOWS = ROOT / "tests" / "fixtures" / "cli_workflows.py"
+from cli_support import PIPELINES, WORKFLOWS, procflow
 
 
 def test_a_valid_workflow_passes_and_lists_its_processors() -> None:
@@ -35,9 +32,9 @@ def test_duplicate_ids_fail_with_the_fix() -> None:
 
 
 def test_a_bad_reference_fails_naming_what_was_looked_for() -> None:
-    """A reference to a missing object exits 1 and names the object and the file."""
+    """A reference to a missing object is a usage error (2), as everywhere, naming what was looked for."""
     done = procflow("check", f"{PIPELINES}:guard")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "has no attribute 'guard'" in done.stdout
 
 
@@ -56,3 +53,30 @@ def test_the_bundled_guard_checks_clean() -> None:
     assert "the bundled guard: 5 processors, run in sequence" in done.stdout
     for pid in ("unicode-normalizer", "redact-pii-secrets", "redact-tool-arguments", "injection-guard"):
         assert f"  {pid}" in done.stdout
+
+
+def test_a_processor_run_would_not_call_is_a_warning() -> None:
+    """A stream-only processor passes the check with a warning that `procflow run` leaves it idle."""
+    done = procflow("check", f"{PIPELINES}:idle")
+    assert done.returncode == 0
+    assert (
+        "warning: processor 'stream-only' has neither process_input nor process_output_result" in done.stdout
+    )
+    assert "no errors, 1 warning(s)" in done.stdout
+
+
+def test_agents_with_usable_models_check_clean() -> None:
+    """An agent with a model object, or a model id that resolves here, has no model warning."""
+    for name in ("offline_agent", "local_agent"):
+        done = procflow("check", f"{WORKFLOWS}:{name}")
+        assert done.returncode == 0, done.stdout
+        assert "warning" not in done.stdout
+        assert "(1 input, 0 output processors)" in done.stdout
+
+
+def test_nested_workflows_list_their_processors_indented() -> None:
+    """Processors inside a nested workflow are listed under it."""
+    done = procflow("check", f"{WORKFLOWS}:nested")
+    assert done.returncode == 0, done.stdout
+    assert "workflow 'nested' (2 steps)" in done.stdout
+    assert "    email-redactor  EmailRedactor" in done.stdout

@@ -1,4 +1,4 @@
-"""``procflow graph``: Mermaid, DOT, JSON, SVG and PNG pictures of pipelines, through the console script."""
+"""``procflow graph``: Mermaid, DOT, JSON, SVG and PNG pictures of pipelines (in-process)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from cli_support import ROOT, procflow
+from cli_support import PIPELINES, WORKFLOWS, procflow
 
-PIPELINES = ROOT / "tests" / "fixtures" / "cli_pipelines.py"
-WORKFLOWS = ROOT / "tests" / "fixtures" / "cli_workflows.py"
 NO_GRAPHVIZ = {"PATH": str(Path(sys.executable).parent), "PROCFLOW_DOT": ""}
 
 
@@ -92,3 +90,35 @@ def test_a_workflow_that_does_not_compile_is_reported_with_its_fix() -> None:
     assert done.returncode == 2
     assert "parallel block" in done.stderr
     assert "merge_branches()" in done.stderr
+
+
+def test_a_failing_graphviz_is_exit_1() -> None:
+    """When the Graphviz program fails, no picture is drawn: exit 1 with the reason."""
+    done = procflow("graph", f"{WORKFLOWS}:guards", "-f", "svg", env={"PROCFLOW_DOT": "false"})
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: ")
+
+
+def test_an_unwritable_picture_file_is_exit_1(tmp_path: Path) -> None:
+    """-o under a regular file cannot be written: exit 1 naming the file, no traceback."""
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    done = procflow("graph", f"{WORKFLOWS}:guards", "-o", tmp_path / "a-file" / "g.mmd")
+    assert done.returncode == 1
+    assert f"cannot write {str(tmp_path / 'a-file' / 'g.mmd')!r}" in done.stderr
+
+
+def test_an_empty_list_has_nothing_to_draw() -> None:
+    """An empty list of processors is a usage error that says what to add."""
+    done = procflow("graph", f"{PIPELINES}:empty")
+    assert done.returncode == 2
+    assert "pipeline 'empty' has no processors to draw" in done.stderr
+
+
+def test_a_single_processor_is_drawn_as_a_one_step_workflow(tmp_path: Path) -> None:
+    """One processor is a workflow named after it with one step; -o writes the text to a file."""
+    out = tmp_path / "pictures" / "shouting.mmd"
+    done = procflow("graph", f"{PIPELINES}:shouting", "-o", out)
+    assert done.returncode == 0
+    assert '    n0["processor:shouting"]\n' in out.read_text(encoding="utf-8")
+    data = json.loads(procflow("graph", f"{PIPELINES}:shouting", "-f", "json").stdout)
+    assert data["id"] == "shouting"

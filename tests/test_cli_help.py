@@ -1,4 +1,4 @@
-"""``procflow --help``, each subcommand's help, ``--version`` and usage errors, through the console script."""
+"""``procflow --help``, each subcommand's help, ``--version`` and usage errors (in-process)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``procflow run`` on JSONL conversations, through the real console script."""
+"""``procflow run`` on JSONL conversations, driven in-process through ``main()``."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_on_error_skip_reports_each_bad_line_and_goes_on(tmp_path: Path) -> None
     done = procflow("run", source, "-p", PIPELINE, "--on-error", "skip")
     assert done.returncode == 0
     assert "in.jsonl:1: expected a JSON object" in done.stderr
-    assert "in.jsonl:2: messages[0]: unknown role 'wizard'" in done.stderr
+    assert "in.jsonl:2: messages[0].role: unknown role 'wizard'" in done.stderr
     assert "in.jsonl:3: the conversation has no 'messages' key" in done.stderr
     assert [r["messages"][0]["content"] for r in jsonl(done.stdout)] == ["fine"]
 
@@ -164,23 +164,6 @@ def test_missing_input_file_is_a_usage_error(tmp_path: Path) -> None:
     assert "does not exist" in done.stderr
 
 
-def test_an_interrupted_run_keeps_what_it_wrote(tmp_path: Path) -> None:
-    """Ctrl-C (SIGINT) mid-run exits 130; conversations done so far are written; the report says so."""
-    source = write_jsonl(tmp_path / "in.jsonl", *[chat(("user", f"turn {i}")) for i in range(5)])
-    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
-    done = procflow("run", source, "-p", f"{PIPELINES}:interrupting", "-o", out, "--report", report)
-    assert done.returncode == 130
-    assert [r["messages"][0]["content"] for r in jsonl(out.read_text(encoding="utf-8"))] == [
-        "turn 0",
-        "turn 1",
-        "turn 2",
-    ]
-    data = json.loads(report.read_text(encoding="utf-8"))
-    assert data["interrupted"] is True
-    assert data["conversations"]["processed"] == 3
-    assert "procflow run (interrupted)" in done.stderr
-
-
 def test_refuses_to_overwrite_its_input(tmp_path: Path) -> None:
     """-o naming the input file is a usage error, and the input is left intact."""
     source = write_jsonl(tmp_path / "in.jsonl", chat(("user", "a@example.com")))
@@ -208,4 +191,120 @@ def test_tripwire_metadata_is_written_as_json_whatever_it_holds(tmp_path: Path) 
         "finding": {"rule": "toxicity", "score": 0.9},
         "tags": ["a"],
         "at": "<class 'object'>",
+        "score": {"value": 0.5},
     }
+
+
+def test_ctrl_c_inside_a_processor_keeps_what_was_written(tmp_path: Path) -> None:
+    """KeyboardInterrupt while a conversation is processed: exit 130, earlier lines and the report kept."""
+    source = write_jsonl(tmp_path / "in.jsonl", *[chat(("user", f"turn {i}")) for i in range(3)])
+    report = tmp_path / "report.json"
+    done = procflow("run", source, "-p", f"{PIPELINES}:interrupted", "--report", report)
+    assert done.returncode == 130
+    assert [r["messages"][0]["content"] for r in jsonl(done.stdout)] == ["turn 0"]
+    assert json.loads(report.read_text(encoding="utf-8"))["interrupted"] is True
+    assert "procflow run (interrupted)" in done.stderr
+
+
+def test_ctrl_c_while_the_pipeline_loads_exits_130_quietly(tmp_path: Path) -> None:
+    """KeyboardInterrupt during start-up (the pipeline's factory) exits 130 with only a newline."""
+    done = procflow("run", "-", "-p", f"{PIPELINES}:raise_interrupt", stdin="")
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "\n")
+
+
+def test_a_closed_stdout_stops_the_run_quietly_and_keeps_the_report(tmp_path: Path) -> None:
+    """When stdout's reader goes away, the run stops with 141, prints nothing more and writes the report."""
+    source = write_jsonl(tmp_path / "in.jsonl", *[chat(("user", f"turn {i}")) for i in range(5)])
+    report = tmp_path / "report.json"
+    done = procflow("run", source, "-p", PIPELINE, "--report", report, closed_after=120)
+    assert done.returncode == 141
+    assert done.stderr == ""
+    assert len(jsonl(done.stdout)) == 2
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert (data["interrupted"], data["conversations"]["written"]) == (True, 2)
+
+
+def test_any_command_into_a_closed_pipe_exits_141_quietly() -> None:
+    """`procflow graph … | head -c 5`: a closed stdout is exit 141 with no message, whatever the command."""
+    done = procflow("graph", f"{PIPELINES}:pipeline", closed_after=5)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_a_processor_that_cannot_report_is_warned_about(tmp_path: Path) -> None:
+    """A processor whose on_violation cannot be set gets a warning: its redactions are not counted."""
+    source = write_jsonl(tmp_path / "in.jsonl", chat(("user", "hi")))
+    done = procflow("run", source, "-p", f"{PIPELINES}:sealed")
+    assert done.returncode == 0
+    assert "warning: processor 'sealed' does not accept on_violation" in done.stderr
+
+
+def test_processors_with_nothing_to_do_are_warned_about(tmp_path: Path) -> None:
+    """A stream-only processor does nothing to stored turns; an output-only one nothing with --phase input."""
+    source = write_jsonl(tmp_path / "in.jsonl", chat(("user", "hi"), ("assistant", "hello")))
+    done = procflow("run", source, "-p", f"{PIPELINES}:idle", "--phase", "input")
+    assert "processor 'stream-only' has neither process_input nor process_output_result" in done.stderr
+    assert "processor 'output-only' only has process_output_result; --phase input skips it" in done.stderr
+    assert jsonl(done.stdout)[0] == chat(("user", "hi"), ("assistant", "hello"))
+
+
+def test_messages_a_processor_adds_are_written_in_the_plain_format(tmp_path: Path) -> None:
+    """A message added by a processor has no original format and is written as role and content."""
+    source = write_jsonl(tmp_path / "in.jsonl", chat(("user", "hi")))
+    done = procflow("run", source, "-p", f"{PIPELINES}:adds_messages")
+    assert jsonl(done.stdout)[0]["messages"] == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "(note added by a processor)"},
+    ]
+
+
+def test_tool_arguments_given_as_an_object_stay_an_object(tmp_path: Path) -> None:
+    """The bundled guard redacts strings inside object-valued arguments (lists too) and keeps numbers."""
+    arguments = {"emails": ["ann@example.com", {"cc": "bo@example.org"}], "limit": 3}
+    call = {"id": "c1", "type": "function", "function": {"name": "mail", "arguments": arguments}}
+    image = [
+        {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}},
+        {"type": "text", "text": "?"},
+    ]
+    source = write_jsonl(
+        tmp_path / "in.jsonl",
+        {"messages": [{"role": "user", "content": image}, {"role": "assistant", "tool_calls": [call]}]},
+    )
+    done = procflow("run", source, "-q")
+    assert done.returncode == 0, done.stderr
+    user, assistant = jsonl(done.stdout)[0]["messages"]
+    assert user["content"] == image
+    assert assistant["tool_calls"][0]["function"]["arguments"] == {
+        "emails": ["[EMAIL]", {"cc": "[EMAIL]"}],
+        "limit": 3,
+    }
+
+
+def test_an_over_long_last_line_without_a_newline_is_a_size_error(tmp_path: Path) -> None:
+    """The size limit holds for a last line that has no newline."""
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(chat(("user", "hi"))) + "\n" + "x" * 3000, encoding="utf-8")
+    done = procflow("run", source, "-p", PIPELINE, "--max-line-size", "1000", "--on-error", "skip")
+    assert "in.jsonl:2: the line is 3,000 bytes, over the limit of 1,000 bytes" in done.stderr
+    assert len(jsonl(done.stdout)) == 1
+
+
+def test_python_dash_m_is_the_same_program() -> None:
+    """Running procflow.cli as __main__ exits with main()'s code."""
+    import runpy
+
+    import pytest
+
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module("procflow.cli", run_name="__main__", alter_sys=False)
+    assert exited.value.code == 2  # no command: a usage error
+
+
+def test_verbose_logs_tripwires_on_stderr_without_message_text(tmp_path: Path) -> None:
+    """`procflow -v run` logs the debug events on stderr; without -v only warnings; never the text."""
+    source = write_jsonl(tmp_path / "in.jsonl", chat(("user", "forbidden secret-words-here")))
+    verbose = procflow("-v", "run", source, "-p", PIPELINE, "-q")
+    assert "procflow: DEBUG processor_tripwire processor_id='blocker' retry=False" in verbose.stderr
+    assert "secret-words-here" not in verbose.stderr
+    quiet = procflow("run", source, "-p", PIPELINE, "-q")
+    assert quiet.stderr == ""
+    assert jsonl(quiet.stdout)[0]["blocked"]["processor_id"] == "blocker"

@@ -6,7 +6,7 @@ import re
 
 import pytest
 import regex
-from structlog.testing import capture_logs
+from log_support import captured_logs as capture_logs
 
 from procflow.errors import ConfigurationError, PatternTimeoutError
 from procflow.messages import Message, MessageContent, TextPart, ToolInvocationPart

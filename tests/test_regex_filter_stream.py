@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from structlog.testing import capture_logs
+from log_support import captured_logs as capture_logs
 
 from procflow.engine import RunContext
 from procflow.engine.pipeline import ProcessorPipeline

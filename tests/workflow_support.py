@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-import structlog
+from log_support import captured_logs as captured_logs
 
 from procflow.messages import Chunk, Message
 from procflow.processors import (
@@ -111,21 +108,3 @@ def moderation_pipeline(
         .map(select("processor:pii-detector"))
         .commit()
     )
-
-
-@contextmanager
-def captured_logs() -> Iterator[list[dict[str, Any]]]:
-    """Capture every structlog event (info included), with tracing on, restoring both afterwards."""
-    from procflow import is_tracing, set_tracing
-
-    old_config, old_tracing = structlog.get_config(), is_tracing()
-    capture = structlog.testing.LogCapture()
-    structlog.configure(
-        processors=[capture], wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG)
-    )
-    set_tracing(True)
-    try:
-        yield capture.entries
-    finally:
-        set_tracing(old_tracing)
-        structlog.configure(**old_config)

@@ -237,7 +237,7 @@ class AgentRun:
         if retry_by is None or self.ctx.retry_count >= cap:
             raise error
         self._bump_retry()
-        log.info("api_error_retry", processor_id=retry_by, retry_count=self.ctx.retry_count)
+        log.debug("api_error_retry", processor_id=retry_by, retry_count=self.ctx.retry_count)
         await self._discard_attempt()
         discarded = {"reason": str(error), "retry": True, "metadata": {}, "processor_id": retry_by}
         return await self._through(step_finish_chunk(settings.step_number, "error", Usage(), discarded))
@@ -328,7 +328,7 @@ class AgentRun:
         if not tripwire.retry or cap is None or self.ctx.retry_count >= cap:
             return False
         self._bump_retry()
-        log.info("processor_retry", processor_id=tripwire.processor_id, retry_count=self.ctx.retry_count)
+        log.debug("processor_retry", processor_id=tripwire.processor_id, retry_count=self.ctx.retry_count)
         # Transient: the feedback concerns a response that is being dropped, so it goes to the retried
         # call only — never into memory — and a second rejection replaces it instead of stacking up.
         signal = SignalInfo(attributes={"processor": tripwire.processor_id or "unknown"}, transient=True)

@@ -2,17 +2,25 @@
 
 Also importable: the chat-format conversion (:func:`parse_conversation`, :func:`conversation_to_record`),
 pipeline loading (:func:`load_pipeline`) and the bundled guard (:func:`default_pipeline`).
+
+The names load on first use, so the ``procflow`` command starts without importing the engine.
 """
 
-from procflow.cli.app import build_parser, main
-from procflow.cli.chat_format import (
-    Conversation,
-    ConversationFormatError,
-    conversation_to_record,
-    parse_conversation,
-)
-from procflow.cli.loading import DEFAULT_PIPELINE, LoadedPipeline, PipelineLoadError, load_pipeline
-from procflow.cli.processing import ConversationProcessor, Outcome, PhaseMode
+from __future__ import annotations
+
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from procflow.cli.app import build_parser, main
+    from procflow.cli.chat_format import (
+        Conversation,
+        ConversationFormatError,
+        conversation_to_record,
+        parse_conversation,
+    )
+    from procflow.cli.loading import DEFAULT_PIPELINE, LoadedPipeline, PipelineLoadError, load_pipeline
+    from procflow.cli.processing import ConversationProcessor, Outcome, PhaseMode
 
 __all__ = [
     "DEFAULT_PIPELINE",
@@ -29,3 +37,32 @@ __all__ = [
     "main",
     "parse_conversation",
 ]
+
+_HOMES = {
+    "build_parser": "app",
+    "main": "app",
+    "Conversation": "chat_format",
+    "ConversationFormatError": "chat_format",
+    "conversation_to_record": "chat_format",
+    "parse_conversation": "chat_format",
+    "DEFAULT_PIPELINE": "loading",
+    "LoadedPipeline": "loading",
+    "PipelineLoadError": "loading",
+    "load_pipeline": "loading",
+    "ConversationProcessor": "processing",
+    "Outcome": "processing",
+    "PhaseMode": "processing",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'procflow.cli' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f"procflow.cli.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

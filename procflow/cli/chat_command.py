@@ -5,24 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-import anyio.to_thread
-from rich.console import Console
-from rich.markup import escape
-
-from procflow.agent import Agent
-from procflow.cli.console import fail
-from procflow.cli.loading import LoadedPipeline, PipelineLoadError, load_pipeline
-from procflow.cli.processing import nested_processors
-from procflow.cli.violations import ViolationCollector, redaction_rules, warning_rules
+from procflow.cli.console import EXIT_USAGE, fail
 from procflow.errors import ConfigurationError, ProcflowError
-from procflow.messages.message import Message
-from procflow.messages.tripwire import TripwireInfo
-from procflow.models.base import ModelRequest
-from procflow.processors.args import ProcessInputArgs, ProcessOutputResultArgs
-from procflow.processors.base import ProcessorViolation
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from procflow.agent import Agent
+    from procflow.cli.loading import LoadedPipeline
+    from procflow.cli.violations import ViolationCollector
+    from procflow.messages.message import Message
+    from procflow.messages.tripwire import TripwireInfo
+    from procflow.models.base import ModelRequest
+    from procflow.processors.args import ProcessInputArgs, ProcessOutputResultArgs
+    from procflow.processors.base import ProcessorViolation
 
 __all__ = ["add_parser", "run"]
 
@@ -57,11 +55,18 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run the ``procflow chat`` command; return the exit code."""
+    import anyio
+    from rich.console import Console
+
+    from procflow.cli.loading import load_pipeline
+    from procflow.cli.processing import nested_processors
+    from procflow.cli.violations import ViolationCollector
+
     try:
         pipeline = load_pipeline(args.pipeline)
         agent = _build_agent(pipeline, args)
-    except (PipelineLoadError, ConfigurationError) as exc:
-        return fail(console, str(exc), code=2)
+    except ConfigurationError as exc:  # PipelineLoadError included
+        return fail(console, str(exc), code=EXIT_USAGE)
     collector = ViolationCollector()
     collector.attach(pipeline.processors)
     for processor in pipeline.processors:
@@ -74,6 +79,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _build_agent(pipeline: LoadedPipeline, args: argparse.Namespace) -> Agent:
+    from procflow.agent import Agent
+
     memory = _ChatMemory()
     if pipeline.kind == "agent":
         base = pipeline.target
@@ -157,6 +164,9 @@ class _ChatMemory:
 
 
 async def _loop(agent: Any, collector: ViolationCollector, out: Console, err: Console) -> int:
+    import anyio.to_thread
+    from rich.markup import escape
+
     while True:
         line = await anyio.to_thread.run_sync(_read_line, abandon_on_cancel=True)
         if line is None or line.strip() in ("/quit", "/exit"):
@@ -205,6 +215,8 @@ async def _turn(agent: Any, text: str, out: Console) -> Any:
 
 
 def _show_reports(out: Console, reports: list[ProcessorViolation], tripwire: TripwireInfo | None) -> None:
+    from procflow.cli.violations import redaction_rules, warning_rules
+
     by_processor: dict[str, Counter[str]] = {}
     warned: dict[str, Counter[str]] = {}
     for report in reports:

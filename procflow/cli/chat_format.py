@@ -20,10 +20,12 @@ and each turn's unknown keys are kept and written back unchanged.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from procflow.cli._json_input import JsonInputError, decode_json, describe
 from procflow.errors import ProcflowError
 from procflow.messages.message import Message, MessageContent, Role
 from procflow.messages.parts import ImagePart, Part, TextPart, ToolInvocationPart
@@ -37,6 +39,7 @@ _ROLES: dict[str, Role] = {
     "assistant": "assistant",
     "tool": "tool",
 }
+_ROLE_NAMES = "system, developer, user, assistant, tool"
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
 
 
@@ -87,11 +90,13 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
     """Build a :class:`Conversation` from one decoded JSON record.
 
     Raises:
-        ConversationFormatError: the record is not ``{"messages": [...]}`` with valid turns.
+        ConversationFormatError: the record is not ``{"messages": [...]}`` with valid turns. The message
+            names the field (``messages[2].content``) and describes what was found by kind and size,
+            without quoting it.
     """
     if not isinstance(record, Mapping):
         raise ConversationFormatError(
-            f'expected a JSON object like {{"messages": [...]}}, got {_json_kind(record)}', line=line
+            f'expected a JSON object like {{"messages": [...]}}, got {describe(record)}', line=line
         )
     turns = record.get("messages")
     if not isinstance(turns, list):
@@ -108,7 +113,7 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
         try:
             message, fmt = _parse_turn(turn, calls)
         except ConversationFormatError as exc:
-            raise ConversationFormatError(f"messages[{index}]: {exc.problem}", line=line) from None
+            raise ConversationFormatError(_at(f"messages[{index}]", exc.problem), line=line) from None
         # Ids follow the turn's index, so reports that name a message (tripwire metadata, redaction
         # reports) point at messages[i] of the input, the same on every run.
         message.id = f"turn-{index}"
@@ -117,24 +122,28 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
     return conversation
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    return f"a {type(value).__name__}"
+def _at(path: str, problem: str) -> str:
+    """``problem`` of a field inside ``path``: ``messages[0].content: ...`` or ``messages[0]: ...``."""
+    return f"{path}{problem}" if problem.startswith((".", "[")) else f"{path}: {problem}"
+
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
+
+
+def _label(value: str) -> str:
+    """A short keyword-like value (a role, a part type) quoted; anything else only by its length."""
+    return repr(value) if _NAME.fullmatch(value) else describe(value)
 
 
 def _parse_turn(turn: Any, calls: dict[str, ToolInvocationPart]) -> tuple[Message, _TurnFormat]:
     if not isinstance(turn, Mapping):
-        raise ConversationFormatError(f"expected a turn object, got {_json_kind(turn)}")
+        raise ConversationFormatError(f"expected a turn object, got {describe(turn)}")
     role = turn.get("role")
+    if not isinstance(role, str):
+        problem = "is missing" if "role" not in turn else f"must be a string, not {describe(role)}"
+        raise ConversationFormatError(f".role: {problem}; use one of {_ROLE_NAMES}")
     if role not in _ROLES:
-        raise ConversationFormatError(
-            f"unknown role {role!r}; use one of system, developer, user, assistant, tool"
-        )
+        raise ConversationFormatError(f".role: unknown role {_label(role)}; use one of {_ROLE_NAMES}")
     parts, content_kind = _parse_content(turn.get("content"), "content" in turn)
     fmt = _TurnFormat(
         role=role,
@@ -149,11 +158,16 @@ def _parse_turn(turn: Any, calls: dict[str, ToolInvocationPart]) -> tuple[Messag
     tool_calls = turn.get("tool_calls")
     if tool_calls is not None:
         if role != "assistant":
-            raise ConversationFormatError(f"only assistant turns may have tool_calls, not {role!r} turns")
+            raise ConversationFormatError(
+                f".tool_calls: only assistant turns may have tool_calls, not {role!r} turns"
+            )
         if not isinstance(tool_calls, list):
-            raise ConversationFormatError("'tool_calls' must be a list")
-        for call in tool_calls:
-            part, raw = _parse_tool_call(call)
+            raise ConversationFormatError(f".tool_calls: must be a list, not {describe(tool_calls)}")
+        for index, call in enumerate(tool_calls):
+            try:
+                part, raw = _parse_tool_call(call)
+            except ConversationFormatError as exc:
+                raise ConversationFormatError(_at(f".tool_calls[{index}]", exc.problem)) from None
             fmt.arguments[part.tool_call_id] = (raw, dict(part.args))
             calls[part.tool_call_id] = part
             parts.append(part)
@@ -166,24 +180,36 @@ def _parse_content(content: Any, present: bool) -> tuple[list[Part], str]:
     if isinstance(content, str):
         return [TextPart(text=content)], "text"
     if not isinstance(content, list):
-        raise ConversationFormatError(f"'content' must be a string, null or a list of parts, not {content!r}")
+        raise ConversationFormatError(
+            f".content: must be a string, null or a list of parts, not {describe(content)}"
+        )
     parts: list[Part] = []
-    for item in content:
-        kind = item.get("type") if isinstance(item, Mapping) else None
-        if kind == "text" and isinstance(item.get("text"), str):
-            parts.append(TextPart(text=item["text"]))
-        elif kind == "image_url":
-            image = item.get("image_url")
-            url = image.get("url") if isinstance(image, Mapping) else image
-            if not isinstance(url, str):
-                raise ConversationFormatError("an image_url part needs {'image_url': {'url': '...'}}")
-            parts.append(ImagePart(url=url))
-        else:
-            raise ConversationFormatError(
-                f"unsupported content part {item!r}; content parts must be "
-                "{'type': 'text', 'text': ...} or {'type': 'image_url', 'image_url': {'url': ...}}"
-            )
+    for index, item in enumerate(content):
+        parts.append(_parse_part(item, f".content[{index}]"))
     return parts, "parts"
+
+
+def _parse_part(item: Any, path: str) -> Part:
+    if not isinstance(item, Mapping):
+        raise ConversationFormatError(f"{path}: a content part must be an object, not {describe(item)}")
+    kind = item.get("type")
+    if kind == "text":
+        if not isinstance(item.get("text"), str):
+            raise ConversationFormatError(f"{path}.text: must be a string, not {describe(item.get('text'))}")
+        return TextPart(text=item["text"])
+    if kind == "image_url":
+        image = item.get("image_url")
+        url = image.get("url") if isinstance(image, Mapping) else image
+        if not isinstance(url, str):
+            raise ConversationFormatError(
+                f"{path}: an image_url part needs {{'image_url': {{'url': '...'}}}}"
+            )
+        return ImagePart(url=url)
+    what = _label(kind) if isinstance(kind, str) else describe(kind)
+    raise ConversationFormatError(
+        f"{path}.type: unsupported content part type {what}; content parts must be "
+        "{'type': 'text', 'text': ...} or {'type': 'image_url', 'image_url': {'url': ...}}"
+    )
 
 
 def _parse_tool_call(call: Any) -> tuple[ToolInvocationPart, Any]:
@@ -194,18 +220,16 @@ def _parse_tool_call(call: Any) -> tuple[ToolInvocationPart, Any]:
         )
     name = function.get("name")
     if not isinstance(name, str) or not name:
-        raise ConversationFormatError(f"tool call {call['id']!r} has no function name")
+        raise ConversationFormatError(".function.name: a tool call needs a function name (a string)")
     raw = function.get("arguments", {})
     parsed = raw
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ConversationFormatError(
-                f"tool call {call['id']!r}: 'arguments' is not valid JSON ({exc.msg})"
-            ) from None
+            parsed = decode_json(raw, path=".function.arguments") if raw.strip() else {}
+        except JsonInputError as exc:
+            raise ConversationFormatError(exc.problem) from None
     if not isinstance(parsed, dict):
-        raise ConversationFormatError(f"tool call {call['id']!r}: 'arguments' must be a JSON object")
+        raise ConversationFormatError(f".function.arguments: must be a JSON object, not {describe(parsed)}")
     return ToolInvocationPart(tool_call_id=call["id"], tool_name=name, args=parsed), raw
 
 
@@ -214,9 +238,14 @@ def _parse_tool_turn(
 ) -> Message:
     call_id = turn.get("tool_call_id")
     if not isinstance(call_id, str):
-        raise ConversationFormatError("a tool turn needs 'tool_call_id' naming the assistant's tool call")
+        raise ConversationFormatError(
+            ".tool_call_id: a tool turn needs 'tool_call_id' naming the assistant's tool call"
+        )
     call = calls.get(call_id)
-    name = call.tool_name if call is not None else str(turn.get("name") or "unknown")
+    written = turn.get("name")
+    name = (
+        call.tool_name if call is not None else written if isinstance(written, str) and written else "unknown"
+    )
     args = dict(call.args) if call is not None else {}
     text = "".join(p.text for p in parts if isinstance(p, TextPart))
     result = ToolInvocationPart(tool_call_id=call_id, tool_name=name, args=args, state="result", result=text)

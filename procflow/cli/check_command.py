@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from rich.console import Console
-from rich.markup import escape
-
-from procflow.cli.graph_command import compile_pipeline
-from procflow.cli.loading import LoadedPipeline, PipelineLoadError, load_pipeline
-from procflow.cli.processing import RUN_HOOKS, nested_processors
-from procflow.engine.pipeline import ProcessorPipeline
+from procflow.cli.console import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from procflow.errors import ConfigurationError, WorkflowDefinitionError
-from procflow.processors.base import HOOK_NAMES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from procflow.cli.loading import LoadedPipeline, PipelineLoadError
 
 __all__ = ["Problem", "add_parser", "find_problems", "run"]
 
@@ -37,7 +35,8 @@ def add_parser(subparsers: Any) -> None:
             "Import the pipeline, build its processor chains and compile it as a workflow (the checks "
             "of .commit(): duplicate ids, schema mismatches, parallel blocks without a selection, …). "
             "Prints the processors with their hooks, then each problem with how to fix it. Exit code 1 "
-            "when there is an error, 0 otherwise (warnings included)."
+            "when there is an error, 2 when the reference cannot be resolved, 0 otherwise (warnings "
+            "included)."
         ),
     )
     parser.add_argument(
@@ -48,6 +47,11 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run the ``procflow check`` command; return the exit code."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from procflow.cli.loading import PipelineLoadError, load_pipeline
+
     out = Console(highlight=False, soft_wrap=True, emoji=False)
     reference = escape(args.pipeline or "the bundled guard")
     try:
@@ -55,7 +59,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except PipelineLoadError as exc:
         _print_problems(out, [_load_problem(exc)])
         out.print(f"[red]✗[/] {reference}: 1 error")
-        return 1
+        # A definition error found while importing is what check looks for; a reference that cannot
+        # be resolved is a usage error, as in every other command.
+        return EXIT_FAILED if isinstance(exc.__cause__, WorkflowDefinitionError) else EXIT_USAGE
     out.print(f"{reference}: {escape(_describe(pipeline))}")
     for line in _processor_lines(pipeline):
         out.print(line, markup=False)
@@ -65,13 +71,17 @@ def run(args: argparse.Namespace, console: Console) -> int:
     warnings = len(problems) - errors
     if errors:
         out.print(f"[red]✗[/] {reference}: {errors} error(s), {warnings} warning(s)")
-        return 1
+        return EXIT_FAILED
     out.print(f"[green]✓[/] {reference}: no errors" + (f", {warnings} warning(s)" if warnings else ""))
-    return 0
+    return EXIT_OK
 
 
 def find_problems(pipeline: LoadedPipeline) -> list[Problem]:
     """Every problem of a loaded pipeline, errors first."""
+    from procflow.cli.graph_command import compile_pipeline
+    from procflow.cli.processing import RUN_HOOKS
+    from procflow.engine.pipeline import ProcessorPipeline
+
     problems: list[Problem] = []
     try:
         compile_pipeline(pipeline)
@@ -145,6 +155,9 @@ def _describe(pipeline: LoadedPipeline) -> str:
 
 
 def _processor_lines(pipeline: LoadedPipeline) -> list[str]:
+    from procflow.cli.processing import nested_processors
+    from procflow.processors.base import HOOK_NAMES
+
     rows: list[tuple[str, str, str]] = []
     seen: set[int] = set()
     for top in pipeline.processors:

@@ -6,14 +6,15 @@ import argparse
 import itertools
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from procflow.cli.console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, warn
+from procflow.errors import ProcflowError, WorkflowDefinitionError
 
-from procflow.cli.console import fail, warn
-from procflow.cli.loading import LoadedPipeline, PipelineLoadError, load_pipeline
-from procflow.errors import ConfigurationError, ProcflowError, WorkflowDefinitionError
-from procflow.workflows.render import find_dot
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from procflow.cli.loading import LoadedPipeline
 
 __all__ = ["add_parser", "compile_pipeline", "describe_pipeline", "run"]
 
@@ -43,11 +44,14 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run the ``procflow graph`` command; return the exit code."""
+    from procflow.cli.loading import load_pipeline
+    from procflow.workflows.render import find_dot
+
     try:
         pipeline = load_pipeline(args.pipeline)
         description = describe_pipeline(pipeline)
-    except (PipelineLoadError, WorkflowDefinitionError) as exc:
-        return fail(console, str(exc), code=2)
+    except ProcflowError as exc:  # PipelineLoadError, WorkflowDefinitionError
+        return fail(console, str(exc), code=EXIT_USAGE)
     fmt: str = args.format
     output = Path(args.output) if args.output else None
     if fmt in ("svg", "png") and find_dot() is None:
@@ -62,16 +66,19 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
     try:
         picture = _render(description, fmt)
-    except (ConfigurationError, ProcflowError) as exc:
-        return fail(console, str(exc))
+    except ProcflowError as exc:
+        return fail(console, str(exc), code=EXIT_FAILED)
     if output is None:
         return _to_stdout(console, picture)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(picture, bytes):
-        output.write_bytes(picture)
-    else:
-        output.write_text(picture if picture.endswith("\n") else picture + "\n", encoding="utf-8")
-    return 0
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(picture, bytes):
+            output.write_bytes(picture)
+        else:
+            output.write_text(picture if picture.endswith("\n") else picture + "\n", encoding="utf-8")
+    except OSError as exc:
+        return fail(console, f"cannot write {str(output)!r}: {exc.strerror or type(exc).__name__}")
+    return EXIT_OK
 
 
 def _render(description: dict[str, Any], fmt: str) -> str | bytes:
@@ -91,13 +98,13 @@ def _render(description: dict[str, Any], fmt: str) -> str | bytes:
 def _to_stdout(console: Console, picture: str | bytes) -> int:
     if isinstance(picture, bytes):
         if sys.stdout.isatty():
-            return fail(console, "a PNG is binary; write it to a file with -o FILE.png", code=2)
+            return fail(console, "a PNG is binary; write it to a file with -o FILE.png", code=EXIT_USAGE)
         sys.stdout.buffer.write(picture)
         sys.stdout.buffer.flush()
-        return 0
+        return EXIT_OK
     sys.stdout.write(picture if picture.endswith("\n") else picture + "\n")
     sys.stdout.flush()
-    return 0
+    return EXIT_OK
 
 
 def compile_pipeline(pipeline: LoadedPipeline) -> list[Any]:

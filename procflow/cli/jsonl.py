@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from procflow.cli._json_input import JsonInputError, decode_json
 from procflow.cli.chat_format import Conversation, ConversationFormatError, parse_conversation
 
-__all__ = ["JsonlWriter", "ReadItem", "read_conversations"]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "JsonlWriter", "ReadItem", "read_conversations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,29 +31,64 @@ class ReadItem:
     offset: int
 
 
-def read_conversations(stream: IO[bytes]) -> Iterator[ReadItem]:
-    """Yield every non-blank line of ``stream`` as a conversation or a line-numbered error."""
+DEFAULT_MAX_LINE_BYTES = 10_000_000
+"""The longest line read (``--max-line-size``); longer lines are rejected without being parsed."""
+
+_SKIP_CHUNK = 1 << 20
+
+
+def read_conversations(
+    stream: IO[bytes], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[ReadItem]:
+    """Yield every non-blank line of ``stream`` as a conversation or a line-numbered error.
+
+    A line longer than ``max_line_bytes`` is read no further than the limit (the rest is skipped
+    unparsed) and yields a size error; no line is ever held in memory beyond the limit.
+    """
     offset = 0
-    for number, raw in enumerate(stream, start=1):
+    number = 0
+    while raw := stream.readline(max_line_bytes + 1):
+        number += 1
         offset += len(raw)
+        if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+            skipped, length = _skip_line(stream)
+            offset += skipped
+            length += len(raw)
+            error = ConversationFormatError(
+                f"the line is {length:,} bytes, over the limit of {max_line_bytes:,} bytes "
+                "(--max-line-size); it was not parsed",
+                line=number,
+            )
+            yield ReadItem(number, None, error, offset)
+            continue
         if not raw.strip():
             continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            error = ConversationFormatError(f"not UTF-8 text (byte {exc.start})", line=number)
-            yield ReadItem(number, None, error, offset)
-            continue
-        try:
-            record: Any = json.loads(text)
-        except json.JSONDecodeError as exc:
-            error = ConversationFormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=number)
-            yield ReadItem(number, None, error, offset)
-            continue
-        try:
-            yield ReadItem(number, parse_conversation(record, line=number), None, offset)
-        except ConversationFormatError as exc:
-            yield ReadItem(number, None, exc, offset)
+        yield ReadItem(number, *_parse_line(raw, number), offset)
+
+
+def _skip_line(stream: IO[bytes]) -> tuple[int, int]:
+    """Read to the end of the current line in bounded pieces; return (bytes read, of them not newline)."""
+    skipped = 0
+    while piece := stream.readline(_SKIP_CHUNK):
+        skipped += len(piece)
+        if piece.endswith(b"\n"):
+            return skipped, skipped - 1
+    return skipped, skipped
+
+
+def _parse_line(raw: bytes, number: int) -> tuple[Conversation | None, ConversationFormatError | None]:
+    try:
+        text = raw.rstrip(b"\r\n").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, ConversationFormatError(f"not UTF-8 text (byte {exc.start})", line=number)
+    try:
+        record: Any = decode_json(text)
+    except JsonInputError as exc:
+        return None, ConversationFormatError(exc.problem, line=number)
+    try:
+        return parse_conversation(record, line=number), None
+    except ConversationFormatError as exc:
+        return None, exc
 
 
 class JsonlWriter:
@@ -65,8 +101,21 @@ class JsonlWriter:
         self.written = 0
 
     def write(self, record: dict[str, Any]) -> None:
-        """Write ``record`` as one line and flush."""
-        self._stream.write(json.dumps(record, ensure_ascii=False, default=_plain) + "\n")
+        """Write ``record`` as one line and flush.
+
+        Raises:
+            ConversationFormatError: the record cannot be written as JSON in UTF-8 (a processor put a
+                non-finite number, a lone surrogate or a cycle into it); nothing is written then.
+        """
+        try:
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False, default=_plain) + "\n"
+            line.encode("utf-8")
+        except (ValueError, UnicodeEncodeError, RecursionError) as exc:
+            why = "a lone surrogate" if isinstance(exc, UnicodeEncodeError) else type(exc).__name__
+            raise ConversationFormatError(
+                f"the processed conversation cannot be written as JSON ({why})"
+            ) from None
+        self._stream.write(line)
         self._stream.flush()
         self.written += 1
 

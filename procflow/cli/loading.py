@@ -119,9 +119,22 @@ def _import(reference: str, location: str) -> ModuleType:
                 f"no module named {exc.name!r} (looked for module {location!r} on the Python path)",
                 fix="Check the spelling, install the package, or give a file path (path/to/file.py:NAME)",
             ) from None
-        raise _failed(reference, f"module {location!r}", None, exc) from exc
+        raise _failed(reference, f"module {location!r}", _origin(location), exc) from exc
     except Exception as exc:
-        raise _failed(reference, f"module {location!r}", None, exc) from exc
+        raise _failed(reference, f"module {location!r}", _origin(location), exc) from exc
+
+
+def _origin(location: str) -> Path | None:
+    """The file module ``location`` was loaded from, to point at the line of it that raised."""
+    module = sys.modules.get(location)
+    origin = getattr(getattr(module, "__spec__", None), "origin", None)
+    if origin is None:
+        try:
+            spec = importlib.util.find_spec(location)
+        except (ImportError, ValueError):
+            return None
+        origin = spec.origin if spec is not None else None
+    return Path(origin).resolve() if origin and origin != "built-in" else None
 
 
 def _import_file(reference: str, path: Path) -> ModuleType:
@@ -154,7 +167,9 @@ def _failed(reference: str, what: str, origin: Path | None, exc: Exception) -> P
     where = what
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if origin is not None and Path(f.filename) == origin] or frames[-1:]
-    if mine:
+    if isinstance(exc, SyntaxError) and exc.lineno is not None:
+        where = f"{Path(exc.filename or what).name}:{exc.lineno}"
+    elif mine:
         where = (
             f"{what}:{mine[-1].lineno}" if origin is not None else f"{mine[-1].filename}:{mine[-1].lineno}"
         )
@@ -205,23 +220,21 @@ def is_processor(value: Any) -> bool:
 
 
 def is_workflow(value: Any) -> bool:
-    """Whether ``value`` is a procflow workflow (when the workflow package is installed)."""
-    try:
-        from procflow import workflows
-    except ImportError:
-        return False
-    workflow_type = getattr(workflows, "Workflow", None)
-    return isinstance(workflow_type, type) and isinstance(value, workflow_type)
+    """Whether ``value`` is a procflow workflow."""
+    return _is_instance(value, "procflow.workflows", "Workflow")
 
 
 def is_agent(value: Any) -> bool:
-    """Whether ``value`` is a procflow agent (when the agent package is installed)."""
-    try:
-        from procflow import agent
-    except ImportError:
-        return False
-    agent_type = getattr(agent, "Agent", None)
-    return isinstance(agent_type, type) and isinstance(value, agent_type)
+    """Whether ``value`` is a procflow agent."""
+    return _is_instance(value, "procflow.agent", "Agent")
+
+
+def _is_instance(value: Any, module: str, name: str) -> bool:
+    # Only an imported class can have instances: when its package is not loaded yet, the answer is
+    # no, and the check does not import it (the bundled guard never loads the agent or the engine's
+    # workflow layer).
+    kind = getattr(sys.modules.get(module), name, None)
+    return isinstance(kind, type) and isinstance(value, kind)
 
 
 def classify(reference: str, target: Any) -> LoadedPipeline:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from procflow.cli.console import fail
-from procflow.cli.loading import PipelineLoadError, load_pipeline
+from procflow.cli.console import EXIT_OK, EXIT_USAGE, fail
 from procflow.errors import ConfigurationError, WorkflowDefinitionError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["add_parser", "build_config", "run"]
 
@@ -70,6 +70,7 @@ def build_config(args: argparse.Namespace) -> Any:
     """
     import os
 
+    from procflow.cli.loading import load_pipeline
     from procflow.server import GatewayConfig, load_api_keys, resolve_upstream
 
     pipeline = load_pipeline(args.pipeline)
@@ -97,12 +98,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         return fail(
             console, f"procflow serve needs the server extra: pip install 'procflow[server]' ({exc.name})"
         )
+    from procflow.cli.loading import PipelineLoadError
+
     try:
         config = build_config(args)
-    except (PipelineLoadError, WorkflowDefinitionError) as exc:
-        return fail(console, str(exc), code=2)
-    except ConfigurationError as exc:
-        return fail(console, str(exc), code=2)
+    except (PipelineLoadError, WorkflowDefinitionError, ConfigurationError) as exc:
+        return fail(console, str(exc), code=EXIT_USAGE)
     keys = (
         f"{len(config.api_keys)} API key(s)"
         if config.api_keys
@@ -121,4 +122,4 @@ def run(args: argparse.Namespace, console: Console) -> int:
         lifespan="off",
         timeout_graceful_shutdown=5,
     )
-    return 0
+    return EXIT_OK

@@ -90,7 +90,7 @@ async def report_tripwire(processor: Any, processor_id: str, tripwire: TripWire)
     if tripwire.reported:
         return
     tripwire.reported = True
-    log.info("processor_tripwire", processor_id=tripwire.processor_id, retry=tripwire.retry)
+    log.debug("processor_tripwire", processor_id=tripwire.processor_id, retry=tripwire.retry)
     await notify_violation(
         processor,
         ProcessorViolation(

@@ -130,7 +130,7 @@ def _finish_run(
     )
     run.result = result
     if is_tracing():
-        log.info(
+        log.debug(
             "workflow_finished", workflow_id=plan.id, status=status, duration_ms=round(result.duration_ms, 3)
         )
     if run.emit is not None:

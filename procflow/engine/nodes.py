@@ -81,7 +81,7 @@ def end_record(record: StepRecord, run: RunState, status: StepStatus, error: Bas
         record.nested = run.children.pop(record.step_id, None)
     run.records[record.step_id] = record
     if is_tracing():
-        log.info(
+        log.debug(
             "step_finished",
             workflow_id=run.workflow_id,
             step_id=record.step_id,
@@ -120,7 +120,7 @@ async def call_with_retry(node: PlanNode, value: Any, run: RunState, record: Ste
             if not policy.should_retry(exc, record.attempts):
                 raise
             delay = policy.delay(record.attempts)
-            log.info(
+            log.debug(
                 "workflow_step_retry",
                 workflow_id=run.workflow_id,
                 step_id=node.id,

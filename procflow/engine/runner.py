@@ -88,7 +88,7 @@ async def call_hook(hook: BoundHook, args: Any, ctx: RunContext) -> Any:
     except Exception as exc:
         hook_failed(hook, hook.name, exc)
         return None
-    log.info(
+    log.debug(
         "processor_finished",
         processor_id=hook.processor_id,
         hook=hook.name,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,7 +188,8 @@ async def open_sse(
                 await _raise_for_status(response, config)
             if scope.cancelled_caught:
                 raise _deadline_error(config, url)
-            events = EventSource(response).aiter_sse()
+            # Closed here, not left to the garbage collector (trio warns about a pending generator).
+            events = await stack.enter_async_context(aclosing(EventSource(response).aiter_sse()))
             yield events if deadline_at is None else _until(events, deadline_at, config, url)
     except SSEError as exc:
         raise InvalidResponseError(

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from procflow.errors import ConfigurationError, MissingAPIKeyError, UnknownModelError
-from procflow.models.anthropic import ANTHROPIC_BASE_URL, AnthropicModel
-from procflow.models.base import LanguageModel
-from procflow.models.openai_compatible import OPENAI_BASE_URL, OpenAICompatibleModel
+
+if TYPE_CHECKING:
+    from procflow.models.base import LanguageModel
+
+# The provider classes (and httpx) are imported when a model id is resolved, not with the router:
+# an agent on a model object never loads the HTTP stack.
 
 __all__ = ["OLLAMA_BASE_URL", "PROVIDERS", "resolve_model"]
 
@@ -32,12 +35,16 @@ def _require_key(options: dict[str, Any], env: str, provider: str, default_url: 
 
 
 def _openai(model_id: str, options: dict[str, Any]) -> LanguageModel:
+    from procflow.models.openai_compatible import OPENAI_BASE_URL, OpenAICompatibleModel
+
     options["base_url"] = options.get("base_url") or _env("OPENAI_BASE_URL") or OPENAI_BASE_URL
     _require_key(options, "OPENAI_API_KEY", "openai", OPENAI_BASE_URL)
     return OpenAICompatibleModel(model_id, provider="openai", **options)
 
 
 def _anthropic(model_id: str, options: dict[str, Any]) -> LanguageModel:
+    from procflow.models.anthropic import ANTHROPIC_BASE_URL, AnthropicModel
+
     options["base_url"] = options.get("base_url") or ANTHROPIC_BASE_URL
     _require_key(options, "ANTHROPIC_API_KEY", "anthropic", ANTHROPIC_BASE_URL)
     return AnthropicModel(model_id, **options)
@@ -50,12 +57,16 @@ def _ollama_url(url: str) -> str:
 
 
 def _ollama(model_id: str, options: dict[str, Any]) -> LanguageModel:
+    from procflow.models.openai_compatible import OpenAICompatibleModel
+
     base_url = options.get("base_url") or _env("OLLAMA_BASE_URL")
     options["base_url"] = _ollama_url(base_url) if base_url else OLLAMA_BASE_URL
     return OpenAICompatibleModel(model_id, provider="ollama", **options)
 
 
 def _openai_compatible(model_id: str, options: dict[str, Any]) -> LanguageModel:
+    from procflow.models.openai_compatible import OpenAICompatibleModel
+
     options["base_url"] = options.get("base_url") or _env("OPENAI_BASE_URL")
     if not options["base_url"]:
         raise ConfigurationError(

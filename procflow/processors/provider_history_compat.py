@@ -129,7 +129,7 @@ class ProviderHistoryCompat(ProcessorBase):
                 mended.append(rule.name)
         names = [r.name for r in matched]
         status = args.error.status_code if isinstance(args.error, APICallError) else None
-        log.info("provider_history_compat_retry", processor_id=self.id, rules=names, status=status)
+        log.debug("provider_history_compat_retry", processor_id=self.id, rules=names, status=status)
         return ProcessAPIErrorResult(retry=True, metadata={"rules": names, "mended": mended})
 
 

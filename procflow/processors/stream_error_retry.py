@@ -182,14 +182,14 @@ class StreamErrorRetryProcessor(ProcessorBase):
         attempts: dict[int, int] = args.state.setdefault("attempts", {})
         attempt = attempts.get(args.step_number, 0)
         if attempt >= self.max_retries:
-            log.warning(
+            log.debug(
                 "stream_error_retry_exhausted", processor_id=self.id, step=args.step_number, reason=reason
             )
             return None
         attempts[args.step_number] = attempt + 1
         wait = self.delay(args.error, attempt)
         status = args.error.status_code if isinstance(args.error, APICallError) else None
-        log.info(
+        log.debug(
             "stream_error_retry",
             processor_id=self.id,
             step=args.step_number,

@@ -144,7 +144,7 @@ class FakeProviderServer:
             import uvicorn
         except ModuleNotFoundError as exc:
             raise ModuleNotFoundError(
-                "FakeProviderServer needs uvicorn: `pip install uvicorn` (it is in procflow's dev extra)"
+                "FakeProviderServer needs uvicorn: pip install 'procflow[testing]'"
             ) from exc
         # Naming the protocol lets asyncio set TCP_NODELAY on accepted connections (no 40 ms Nagle stalls).
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
