@@ -1,4 +1,4 @@
-"""Compiling a workflow's stages into a validated, immutable plan with its networkx graph.
+"""Compiling a workflow's stages into a validated, immutable plan; deriving its networkx graph on demand.
 
 Every rule below raises :class:`WorkflowDefinitionError` naming the step and saying how to fix it:
 an empty workflow, duplicate step ids (the same processor used twice included, at any nesting depth),
@@ -13,35 +13,37 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from procflow.engine.plan import (
+from procflow.engine._stages import (
     BranchStage,
     ForeachStage,
     ParallelStage,
-    PlanNode,
     SingleStage,
     Stage,
-    WorkflowPlan,
     stage_nodes,
 )
+from procflow.engine.plan import PlanNode, WorkflowPlan, is_processor_schema
 from procflow.engine.retry import RetryPolicy
 from procflow.engine.schemas import ParallelSchema, accepts, element_schema, schema_name, union_of
-from procflow.errors import WorkflowDefinitionError
+from procflow.errors import ConfigurationError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["START", "STOP", "compile_plan", "is_processor_schema", "iter_processors", "stage_edges"]
+__all__ = [
+    "START",
+    "STOP",
+    "build_graph",
+    "compile_plan",
+    "is_processor_schema",
+    "iter_processors",
+    "stage_edges",
+]
 
 START = "__start__"
 """The pseudo node edges leave from to reach a workflow's first stage (pictures only)."""
 
 STOP = "__end__"
 """The pseudo node the last stage's edges reach (pictures only)."""
-
-
-def is_processor_schema(schema: Any) -> bool:
-    """Whether ``schema`` is the phase-tagged processor schema (``ProcessorStepSchema``)."""
-    return bool(getattr(schema, "__processor_schema__", False))
 
 
 def _processor_like(node: PlanNode) -> bool:
@@ -91,7 +93,6 @@ def compile_plan(
     return WorkflowPlan(
         id=workflow_id,
         stages=tuple(stages),
-        graph=_build_graph(stages),
         input_schema=input_schema,
         output_schema=output_schema,
         validate_input=validate_input,
@@ -296,8 +297,20 @@ def stage_edges(stage: Stage) -> tuple[tuple[str, ...], tuple[str, ...], list[tu
     return (stage.node.id,), tuple(exits), inner
 
 
-def _build_graph(stages: Sequence[Stage]) -> nx.DiGraph:
-    import networkx as nx  # imported on first commit: ~0.1 s that `import procflow` need not pay
+def build_graph(stages: Sequence[Stage]) -> nx.DiGraph:
+    """The stages as a frozen networkx graph (nodes carry ``kind``, ``stage`` and ``group``).
+
+    Only pictures, exports and tests need it: the executor runs the stages and validation reads them.
+
+    Raises:
+        ConfigurationError: networkx is not installed.
+    """
+    try:
+        import networkx as nx  # only here: `import procflow` and `.commit()` never pay for it
+    except ImportError:  # pragma: no cover - networkx is installed with procflow today
+        raise ConfigurationError(
+            "workflow.graph needs networkx; install it with `pip install networkx`"
+        ) from None
 
     graph = nx.DiGraph()
     passthrough = {

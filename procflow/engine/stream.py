@@ -11,12 +11,18 @@ one call per processor. Rules:
   that processor, so it goes through the *later* processors only;
 - a :class:`TripWire` propagates (after ``on_violation``); the caller emits the ``tripwire`` chunk;
 - any other error is logged and the chunk passes that processor unchanged.
+
+A processor that needs per-stream state of its own (a processor workflow: its compiled per-chunk
+dispatch) defines ``open_output_stream(args)``: it is called once when the stream is prepared and returns
+an :class:`OutputStreamSession` whose ``process`` and ``flush`` replace the processor's hooks for that
+stream, so nothing of the kind has to live in the processor's ``state``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, Protocol
 
 from procflow._logging import log
 from procflow.engine.context import RunContext, report_tripwire
@@ -27,7 +33,19 @@ from procflow.messages.tripwire import TripWire
 from procflow.messages.writer import StreamWriter
 from procflow.processors.args import ProcessOutputStreamArgs
 
-__all__ = ["StreamRunner"]
+__all__ = ["OutputStreamSession", "StreamRunner"]
+
+
+class OutputStreamSession(Protocol):
+    """What ``open_output_stream(args)`` returns: one processor's hooks bound to one stream."""
+
+    async def process(self, args: ProcessOutputStreamArgs) -> Any:
+        """Handle ``args.part`` (the same args object every chunk of this stream)."""
+        ...
+
+    async def flush(self, args: ProcessOutputStreamArgs) -> Any:
+        """End of stream: return what was held back."""
+        ...
 
 
 class StreamRunner:
@@ -65,6 +83,16 @@ class StreamRunner:
             )
             for index, hook in enumerate(self._hooks)
         ]
+        hooks = list(self._hooks)
+        for index, hook in enumerate(hooks):
+            opener = getattr(hook.processor, "open_output_stream", None)
+            if callable(opener):
+                session: OutputStreamSession = opener(self._args[index])
+                flush = session.flush if hook.flush is not None else None
+                hooks[index] = replace(
+                    hook, fn=session.process, is_async=True, flush=flush, flush_is_async=True
+                )
+        self._hooks = tuple(hooks)
 
     @property
     def active(self) -> bool:

@@ -7,19 +7,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
-from procflow.engine.executor import branch_decision
-from procflow.engine.graph import compile_plan
-from procflow.engine.plan import (
+from procflow.engine._stages import (
     BranchCase,
     BranchStage,
     ForeachStage,
     ParallelStage,
-    PlanNode,
-    SelectionKind,
     SingleStage,
     Stage,
+    branch_decision,
     stage_nodes,
 )
+from procflow.engine.graph import compile_plan
+from procflow.engine.plan import PlanNode, SelectionKind
 from procflow.engine.retry import RetryPolicy
 from procflow.engine.run_state import RunState, StepContext
 from procflow.engine.schemas import make_validator
