@@ -30,7 +30,8 @@ keeps the inner processor's id; failures always cancel siblings. Step retries ap
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -47,7 +48,7 @@ from procflow.engine._stream_parts import (
 )
 from procflow.engine.foreach import run_foreach
 from procflow.engine.nodes import run_node, skip_node
-from procflow.engine.plan import BranchOutputs, PlanNode, is_processor_schema
+from procflow.engine.plan import BranchOutputs, NodeCall, PlanNode, is_processor_schema
 from procflow.engine.run_state import RunState, StepContext
 from procflow.errors import WorkflowDefinitionError
 from procflow.messages.tripwire import TripWire
@@ -57,9 +58,12 @@ __all__ = [
     "BranchStage",
     "ForeachStage",
     "ParallelStage",
+    "RunStage",
+    "SequenceStage",
     "SingleStage",
     "Stage",
     "branch_decision",
+    "run_stages",
     "stage_contains",
     "stage_nodes",
     "stream_chain",
@@ -93,6 +97,38 @@ class SingleStage:
 
 
 @dataclass(frozen=True, slots=True)
+class SequenceStage:
+    """Consecutive processor steps (``.then(a).then(b)``), as the executor runs them.
+
+    In a lean run (nobody can see step records) the fused ``call`` runs one phase runner over all their
+    processors — exactly the processors listed in a row, with none of the per-node bookkeeping;
+    otherwise each node runs and is recorded as its own step. In the stream phase the processors join
+    one stream runner either way. The plan's own ``stages`` keep one stage per step (for records,
+    ``run_from`` and pictures); ``compile_plan`` derives the run stages.
+    """
+
+    stages: tuple[SingleStage, ...]
+    call: NodeCall
+
+    @property
+    def nodes(self) -> tuple[PlanNode, ...]:
+        """The processor steps, in order."""
+        return tuple(stage.node for stage in self.stages)
+
+    async def run(self, value: Any, run: RunState) -> Any:
+        """Run the processors on ``value`` in order."""
+        if run.lean:
+            return await self.call(value, run, self.stages[0].node)
+        for stage in self.stages:
+            value = await run_node(stage.node, value, run)
+        return value
+
+    def stream_parts(self, join: PlanNode | None = None) -> list[StreamPart]:
+        """Each processor's part (consecutive ones are fused into one runner)."""
+        return [part for stage in self.stages for part in stage.stream_parts()]
+
+
+@dataclass(frozen=True, slots=True)
 class ParallelStage:
     """Nodes run concurrently, each on its own copy of the input; the output maps step id to output."""
 
@@ -116,12 +152,7 @@ class ParallelStage:
         if inline:
             await _run_inline(nodes, inputs, run, outputs, errors)
         else:
-            async with anyio.create_task_group() as tg:
-                # The first branch runs in this task, inside the group's scope: one task fewer to spawn,
-                # the same cancellation (a sibling's tripwire cancels it like any other branch).
-                for node, branch_input in zip(nodes[1:], inputs[1:], strict=True):
-                    tg.start_soon(_branch, node, branch_input, run, outputs, errors, tg.cancel_scope)
-                await _branch(nodes[0], inputs[0], run, outputs, errors, tg.cancel_scope)
+            await _run_eagerly(nodes, inputs, run, outputs, errors)
         for node in nodes:
             if node.id not in outputs and node.id not in run.records:
                 skip_node(node, run, "canceled")
@@ -166,6 +197,57 @@ async def _branch(
     except Exception as exc:
         errors.append(exc)
         scope.cancel()
+
+
+async def _run_eagerly(
+    nodes: tuple[PlanNode, ...],
+    inputs: list[Any],
+    run: RunState,
+    outputs: dict[str, Any],
+    errors: list[BaseException],
+) -> None:
+    """Branches in one task group, each started in this task and given a task only when needed.
+
+    Branch after branch runs in this task until one suspends (most guards' ``async`` hooks never do):
+    the branches after it are then started as tasks, and this task goes on driving the suspended one
+    inside the group's scope. Results, statuses, isolation and cancellation are a task group's; the
+    tasks of branches that finish at once are never spawned.
+    """
+    async with anyio.create_task_group() as tg:
+        scope = tg.cancel_scope
+        for index, node in enumerate(nodes):
+            if errors and (run.cancel_on_tripwire or not isinstance(errors[0], TripWire)):
+                return
+            coro = _branch(node, inputs[index], run, outputs, errors, scope)
+            try:
+                suspended = coro.send(None)
+            except StopIteration:
+                continue
+            for later, later_input in zip(nodes[index + 1 :], inputs[index + 1 :], strict=True):
+                tg.start_soon(_branch, later, later_input, run, outputs, errors, scope)
+            await _resume(coro, suspended)
+            return
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any, None]:
+    """Go on driving ``coro`` — suspended, having yielded ``yielded`` — in the current task, to its end."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # thrown in by the task (cancellation): pass it on
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration:
+                return
+            continue
+        try:
+            yielded = coro.send(sent)
+        except StopIteration:
+            return
 
 
 async def _run_inline(
@@ -280,6 +362,33 @@ class ForeachStage:
 
 Stage: TypeAlias = SingleStage | ParallelStage | BranchStage | ForeachStage
 """Any stage of a plan."""
+
+RunStage: TypeAlias = Stage | SequenceStage
+"""Any stage the executor runs (a plan's stages, with runs of processor steps fused)."""
+
+
+def run_stages(
+    stages: Sequence[Stage], fuse: Callable[[tuple[PlanNode, ...]], NodeCall]
+) -> tuple[RunStage, ...]:
+    """``stages`` with each run of two or more plain processor steps (no retry policy) fused."""
+    out: list[RunStage] = []
+    pending: list[SingleStage] = []
+
+    def close() -> None:
+        if len(pending) > 1:
+            out.append(SequenceStage(tuple(pending), fuse(tuple(stage.node for stage in pending))))
+        else:
+            out.extend(pending)
+        pending.clear()
+
+    for stage in stages:
+        if isinstance(stage, SingleStage) and stage.node.kind == "processor" and stage.node.retry is None:
+            pending.append(stage)
+            continue
+        close()
+        out.append(stage)
+    close()
+    return tuple(out)
 
 
 def stage_nodes(stage: Stage) -> tuple[PlanNode, ...]:

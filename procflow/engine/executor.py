@@ -26,7 +26,7 @@ from procflow.engine.run_state import EventSink, RunState
 from procflow.messages.request_context import RequestContext
 from procflow.messages.tripwire import TripWire
 
-__all__ = ["branch_decision", "execute_plan", "run_child", "run_node", "run_node_alone"]
+__all__ = ["branch_decision", "execute_plan", "run_child", "run_lean", "run_node", "run_node_alone"]
 
 
 async def execute_plan(
@@ -134,8 +134,24 @@ def _finish_run(
     return result
 
 
+async def run_lean(plan: WorkflowPlan, value: Any, run: RunState) -> Any:
+    """Run ``plan`` in a lean run (nothing recorded, no events); return its output or raise its error.
+
+    The same stages run as in :func:`execute_plan` (runs of processor steps fused); only the per-node
+    bookkeeping nobody can observe is left out.
+    """
+    if plan.validate_input is not None:
+        value = plan.validate_input(value)
+    for stage in plan.run_stages or plan.stages:
+        value = await stage.run(value, run)
+    return value
+
+
 async def run_child(plan: WorkflowPlan, value: Any, parent: RunState, step_id: str) -> Any:
     """Run a nested workflow for the step ``step_id`` of ``parent``; return its output or raise its error."""
+    if parent.lean:
+        child_run = RunState(plan.id, request_context=parent.request_context, lean=True)
+        return await run_lean(plan, value, child_run)
     child = RunState(
         plan.id,
         init_data=value,

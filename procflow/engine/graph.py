@@ -19,9 +19,10 @@ from procflow.engine._stages import (
     ParallelStage,
     SingleStage,
     Stage,
+    run_stages,
     stage_nodes,
 )
-from procflow.engine.plan import PlanNode, WorkflowPlan, is_processor_schema
+from procflow.engine.plan import NodeCall, PlanNode, WorkflowPlan, is_processor_schema
 from procflow.engine.retry import RetryPolicy
 from procflow.engine.schemas import ParallelSchema, accepts, element_schema, schema_name, union_of
 from procflow.errors import ConfigurationError, WorkflowDefinitionError
@@ -70,8 +71,12 @@ def compile_plan(
     retry: RetryPolicy | None = None,
     cancel_on_tripwire: bool = True,
     description: str | None = None,
+    fuse: Callable[[tuple[PlanNode, ...]], NodeCall] | None = None,
 ) -> WorkflowPlan:
     """Validate ``stages`` and return the immutable plan.
+
+    ``fuse`` builds one call running several processor nodes in a row; with it, the plan's run stages
+    fuse runs of processor steps (see :class:`~procflow.engine._stages.SequenceStage`).
 
     Raises:
         WorkflowDefinitionError: the workflow breaks one of the rules in this module's docstring.
@@ -100,7 +105,17 @@ def compile_plan(
         cancel_on_tripwire=cancel_on_tripwire,
         description=description,
         nodes=nodes,
+        run_stages=run_stages(stages, fuse) if fuse is not None else tuple(stages),
+        lean=all(_lean(node) for stage in stages for node in stage.nodes),
     )
+
+
+def _lean(node: PlanNode) -> bool:
+    if node.kind == "processor":
+        return True
+    if node.kind == "map":
+        return node.selection in ("select", "merge")
+    return node.kind == "workflow" and node.subplan is not None and node.subplan.lean
 
 
 def _check_unique_ids(stages: Sequence[Stage]) -> dict[str, PlanNode]:

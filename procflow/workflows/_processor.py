@@ -9,6 +9,10 @@ tripwire inside was already reported by the phase runner for the inner processor
 fired, ``processor_id`` set); it is re-raised as is, so the agent emits the same ``tripwire`` chunk and
 ``result.tripwire`` as for the plain processor.
 
+When the plan holds only processor steps, selections and such nested workflows and tracing is off, no
+user code can read step records, so the plan runs lean (:func:`procflow.engine.executor.run_lean`):
+the same stages, runs of processor steps fused into one phase runner, no records or events.
+
 The stream phase never runs the plan per chunk: the plan's stages are compiled once into stream parts
 (:func:`procflow.engine._stages.stream_chain`), and ``open_output_stream`` opens them per stream.
 """
@@ -17,9 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from procflow._logging import is_tracing
 from procflow.engine._stages import stream_chain
 from procflow.engine._stream_parts import StreamChain, StreamEnv
-from procflow.engine.executor import execute_plan
+from procflow.engine.executor import execute_plan, run_lean
 from procflow.engine.graph import iter_processors
 from procflow.engine.plan import PlanNode, WorkflowPlan
 from procflow.engine.run_state import RunState
@@ -130,10 +135,15 @@ class ProcessorAdapter:
         self._stream = stream_chain(plan.stages) if "output_stream" in self.phases else None
 
     async def _run(self, data: ProcessorStepData, hook: str) -> ProcessorStepData:
-        result = await execute_plan(self.plan, data, request_context=data.context.request_context)
-        if result.error is not None:
-            raise result.error
-        out = result.output
+        plan = self.plan
+        if plan.lean and not is_tracing():
+            run = RunState(plan.id, request_context=data.context.request_context, lean=True)
+            out = await run_lean(plan, data, run)
+        else:
+            result = await execute_plan(plan, data, request_context=data.context.request_context)
+            if result.error is not None:
+                raise result.error
+            out = result.output
         if not isinstance(out, ProcessorStepData):
             raise ProcessorResultError(
                 self.id,

@@ -25,7 +25,7 @@ from procflow.engine.schemas import make_validator
 from procflow.errors import ConfigurationError, WorkflowDefinitionError
 from procflow.workflows.processor_data import ProcessorStepData
 from procflow.workflows.selection import BranchMerge, Selection
-from procflow.workflows.steps import Step, create_step, is_async_callable
+from procflow.workflows.steps import ProcessorStep, Step, create_step, is_async_callable
 
 if TYPE_CHECKING:
     from procflow.workflows.workflow import Workflow
@@ -228,6 +228,7 @@ class WorkflowBuilder:
             retry=self.retry,
             cancel_on_tripwire=self.cancel_on_tripwire,
             description=self.description,
+            fuse=ProcessorStep.chain,
         )
         return Workflow(plan)
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, overload
 
 from procflow.engine.executor import run_node_alone
 from procflow.engine.pipeline import ProcessorPipeline, processor_id_of
-from procflow.engine.plan import NodeKind, PlanNode
+from procflow.engine.plan import NodeCall, NodeKind, PlanNode
 from procflow.engine.retry import RetryPolicy
 from procflow.engine.run_state import RunState, StepContext
 from procflow.engine.runner import PhaseRunner, StepSettings
@@ -176,11 +176,7 @@ class ProcessorStep(Step):
         pid = processor_id_of(processor)
         self.processor = processor
         self.processor_id = pid
-        self._pipeline = ProcessorPipeline.build([processor])
-        self._phases = frozenset(phase for phase, hook in PHASE_HOOKS.items() if self._pipeline.has(hook))
-        self._async_phases = frozenset(
-            phase for phase in self._phases if self._pipeline.phase(PHASE_HOOKS[phase])[0].is_async
-        )
+        self._bind([processor])
         super().__init__(
             id=f"processor:{pid}",
             input_schema=ProcessorStepData,
@@ -188,6 +184,22 @@ class ProcessorStep(Step):
             retry=retry,
             description=getattr(processor, "description", None),
         )
+
+    def _bind(self, processors: list[Any]) -> None:
+        self._pipeline = ProcessorPipeline.build(processors)
+        self._phases = frozenset(phase for phase, hook in PHASE_HOOKS.items() if self._pipeline.has(hook))
+        self._async_phases = frozenset(
+            phase
+            for phase in self._phases
+            if any(hook.is_async for hook in self._pipeline.phase(PHASE_HOOKS[phase]))
+        )
+
+    @classmethod
+    def chain(cls, nodes: tuple[PlanNode, ...]) -> NodeCall:
+        """One call running the processors of consecutive processor nodes in a row, like a processor list."""
+        fused = cls.__new__(cls)
+        fused._bind([node.processor for node in nodes])
+        return fused._call
 
     def handles(self, phase: ProcessorPhase) -> bool:
         """Whether the processor has the hook of ``phase``."""
