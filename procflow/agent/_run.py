@@ -120,6 +120,7 @@ class AgentRun:
             error_processors=config.error_processors,
             memory=config.memory,
             prepare_step=config.prepare_step,
+            cache=config.pipelines,
         )
         self.inputs = PhaseRunner(pipelines.input, ctx)
         self.outputs = PhaseRunner(pipelines.output, ctx)

@@ -13,6 +13,7 @@ from procflow.agent._config import OnFinish, RunConfig
 from procflow.agent._run import AgentRun
 from procflow.agent.memory import MemoryProcessors
 from procflow.agent.output import GenerateResult, StreamOutput
+from procflow.engine.pipeline import PipelineCache
 from procflow.errors import ConfigurationError
 from procflow.messages.message import Message
 from procflow.messages.message_list import MessageInput
@@ -88,6 +89,7 @@ class Agent:
             )
         self.memory = memory
         self._resolved: LanguageModel | None = None
+        self._pipelines = PipelineCache()
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r})"
@@ -146,6 +148,7 @@ class Agent:
             ),
             tool_choice=tool_choice,
             on_finish=on_finish,
+            pipelines=self._pipelines,
         )
         return StreamOutput(AgentRun(config))
 

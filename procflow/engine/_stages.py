@@ -90,7 +90,7 @@ class SingleStage:
         node = self.node
         if node.kind == "processor":
             wants = callable(getattr(node.processor, "process_output_stream", None))
-            return [ProcessorsPart((node.processor,))] if wants else []
+            return [ProcessorsPart.of((node.processor,))] if wants else []
         if node.subplan is not None and is_processor_schema(node.subplan.output_schema):
             return list(stream_chain(node.subplan.stages).parts)
         return [NodePart(node)]

@@ -96,10 +96,16 @@ class ProcessorsPart:
     """Plain processors in a row: one stream runner, each processor's state kept for the request."""
 
     processors: tuple[Any, ...]
+    pipeline: ProcessorPipeline
+
+    @classmethod
+    def of(cls, processors: tuple[Any, ...]) -> ProcessorsPart:
+        """The part for ``processors``, their pipeline built once (at commit)."""
+        return cls(processors, ProcessorPipeline.build(processors))
 
     def open(self, env: StreamEnv) -> StreamRuntime:
         """Open one :class:`StreamRunner` over the processors."""
-        runner = StreamRunner(ProcessorPipeline.build(self.processors), env.ctx)
+        runner = StreamRunner(self.pipeline, env.ctx)
         env.runners.append(runner)
         return _ProcessorsRuntime(runner)
 
@@ -270,7 +276,7 @@ def fuse(parts: Parts) -> StreamChain:
     for part in parts:
         previous = fused[-1] if fused else None
         if isinstance(part, ProcessorsPart) and isinstance(previous, ProcessorsPart):
-            fused[-1] = ProcessorsPart(previous.processors + part.processors)
+            fused[-1] = ProcessorsPart.of(previous.processors + part.processors)
         else:
             fused.append(part)
     return StreamChain(tuple(fused))
