@@ -68,3 +68,38 @@ async def test_processors_sharing_an_id_do_not_share_state(mode: str) -> None:
     )
     await call(agent, mode, "hi")
     assert seen == {"out": {}}
+
+
+class Swappable:
+    """An input processor whose hook can be replaced on the instance between requests."""
+
+    id = "swappable"
+
+    def __init__(self, seen: list[str]) -> None:
+        self.seen = seen
+
+    def process_input(self, args: Any) -> None:
+        self.seen.append("first")
+
+
+async def test_static_lists_are_built_once_per_agent_not_per_process() -> None:
+    """An agent keeps the hooks it bound for its own list; another agent binds the same object afresh."""
+    seen: list[str] = []
+    processor = Swappable(seen)
+    agent = Agent(id="a", model=ScriptedModel(["1", "2"]), input_processors=[processor])
+    await agent.generate("hi")
+    processor.process_input = lambda args: seen.append("second")  # type: ignore[method-assign]
+    await agent.generate("hi")
+    await Agent(id="b", model=ScriptedModel(["3"]), input_processors=[processor]).generate("hi")
+    assert seen == ["first", "first", "second"]
+
+
+async def test_factory_lists_are_rebuilt_for_every_request() -> None:
+    """Processors from a factory are bound again on each request."""
+    seen: list[str] = []
+    processor = Swappable(seen)
+    agent = Agent(id="a", model=ScriptedModel(["1", "2"]), input_processors=lambda ctx: [processor])
+    await agent.generate("hi")
+    processor.process_input = lambda args: seen.append("second")  # type: ignore[method-assign]
+    await agent.generate("hi")
+    assert seen == ["first", "second"]

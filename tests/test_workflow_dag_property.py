@@ -9,7 +9,6 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from procflow.engine.plan import stage_nodes
 from procflow.workflows import StepContext, Workflow, create_step, create_workflow
 
 Shape = list[Any]
@@ -64,7 +63,7 @@ class _Recorder:
 def _spans(workflow: Workflow, order: dict[tuple[str, str], int]) -> dict[str, tuple[int, int]]:
     spans: dict[str, tuple[int, int]] = {}
     for stage in workflow.plan.stages:
-        for node in stage_nodes(stage):
+        for node in stage.nodes:
             if node.subplan is not None:
                 inner = _spans(node.source, order)
                 spans[node.id] = (min(s for s, _ in inner.values()), max(e for _, e in inner.values()))

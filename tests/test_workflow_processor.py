@@ -189,7 +189,7 @@ async def test_stream_state_persists_across_chunks_and_flush() -> None:
     outcome = await run_output_stream(moderation_pipeline(), ["call 555", "1234 now", " or 98", "765"])
     assert outcome.tripwire is None
     assert outcome.text == "call [REDACTED] now or [REDACTED]"
-    inner = outcome.state["__procflow_inner_states__"]
+    inner = outcome.state
     assert inner["pii-detector"]["chunks"] == 4
     assert set(inner) == {"pii-detector", "prompt-injection-detector", "moderation"}
 
@@ -270,7 +270,7 @@ async def test_nested_processor_workflows_stream_as_one_chain() -> None:
     outer = _processor_workflow("outer").then(Blocker("secrets", "password")).then(inner).commit()
     outcome = await run_output_stream(outer, ["id 12", "345"])
     assert outcome.text == "id [REDACTED]"
-    assert set(outcome.state["__procflow_inner_states__"]) == {"secrets", "pii-detector"}
+    assert set(outcome.state) == {"secrets", "pii-detector"}
 
 
 async def test_stream_data_parts_follow_the_inner_processors() -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from procflow.agent.memory import MemoryProcessors
-from procflow.engine.pipeline import ProcessorPipeline
+from procflow.engine.pipeline import PipelineCache, ProcessorPipeline
 from procflow.errors import ConfigurationError
 from procflow.messages.request_context import RequestContext
 from procflow.processors.args import ProcessInputStepArgs
@@ -109,8 +109,19 @@ async def build_pipelines(
     error_processors: Processors,
     memory: MemoryProcessors | None,
     prepare_step: PrepareStep | None,
+    cache: PipelineCache,
 ) -> RequestPipelines:
-    """Resolve factories for this request and build its pipelines (framework processors around yours)."""
+    """Resolve factories for this request and build its pipelines (framework processors around yours).
+
+    ``cache`` is the agent's own: a pipeline made only of lists given as lists is built once per agent;
+    one fed by a factory, memory or ``prepare_step`` (made per request) is rebuilt every request.
+    """
+    static_in = isinstance(input_processors, Sequence) and memory is None and prepare_step is None
+    static_out = isinstance(output_processors, Sequence) and memory is None
+    static_all = static_in and static_out and isinstance(error_processors, Sequence)
+    fresh = ProcessorPipeline.build
+    build_in, build_out = (cache.build if static_in else fresh), (cache.build if static_out else fresh)
+    build_all = cache.build if static_all else fresh
     inputs = await _resolve(input_processors, request_context, what="input_processors")
     outputs = await _resolve(output_processors, request_context, what="output_processors")
     errors = await _resolve(error_processors, request_context, what="error_processors")
@@ -122,10 +133,10 @@ async def build_pipelines(
     if not any(isinstance(p, PrefillErrorHandler) for p in errors):
         errors.append(_PREFILL_HANDLER)
     return RequestPipelines(
-        input=ProcessorPipeline.build(inputs),
-        output=ProcessorPipeline.build(outputs),
-        llm=ProcessorPipeline.build(_combine([inputs], _LLM_HOOKS)),
-        errors=ProcessorPipeline.build(_combine([inputs, outputs, errors], _ERROR_HOOKS)),
+        input=build_in(inputs),
+        output=build_out(outputs),
+        llm=build_in(_combine([inputs], _LLM_HOOKS)),
+        errors=build_all(_combine([inputs, outputs, errors], _ERROR_HOOKS)),
     )
 
 

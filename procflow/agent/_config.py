@@ -9,6 +9,7 @@ from typing import Any, TypeAlias, TypedDict
 from procflow.agent._assembly import PrepareStep, Processors
 from procflow.agent.memory import MemoryProcessors
 from procflow.agent.output import GenerateResult
+from procflow.engine.pipeline import PipelineCache
 from procflow.messages.message_list import MessageInput
 from procflow.messages.request_context import RequestContext
 from procflow.models.base import LanguageModel
@@ -86,3 +87,4 @@ class RunConfig:
     max_processor_retries: int | None
     tool_choice: str | None
     on_finish: OnFinish | None
+    pipelines: PipelineCache

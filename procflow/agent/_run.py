@@ -120,6 +120,7 @@ class AgentRun:
             error_processors=config.error_processors,
             memory=config.memory,
             prepare_step=config.prepare_step,
+            cache=config.pipelines,
         )
         self.inputs = PhaseRunner(pipelines.input, ctx)
         self.outputs = PhaseRunner(pipelines.output, ctx)
@@ -250,7 +251,7 @@ class AgentRun:
         withheld = await self.stream.discard()
         del self.pending[mark:]  # data chunks written about text nobody will see
         if withheld:
-            log.info("stream_attempt_discarded", withheld_chunks=withheld)
+            log.debug("stream_attempt_discarded", withheld_chunks=withheld)
 
     async def _finish_step(self, number: int, settings: StepSettings) -> list[Chunk]:
         """Judge the finished step (``process_llm_response``, ``process_output_step``), then run its tools."""
@@ -367,7 +368,7 @@ class AgentRun:
         try:
             return await self._drain()
         except TripWire:
-            log.info("pending_chunks_dropped", processor_id=tripwire.processor_id, dropped=len(self.pending))
+            log.debug("pending_chunks_dropped", processor_id=tripwire.processor_id, dropped=len(self.pending))
             self.pending.clear()
             return []
 

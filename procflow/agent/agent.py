@@ -13,6 +13,7 @@ from procflow.agent._config import CALL_OPTION_NAMES, CallOptions, RunConfig
 from procflow.agent._run import AgentRun
 from procflow.agent.memory import MemoryProcessors
 from procflow.agent.output import GenerateResult, StreamOutput
+from procflow.engine.pipeline import PipelineCache
 from procflow.errors import ConfigurationError
 from procflow.messages.message import Message
 from procflow.messages.message_list import MessageInput
@@ -88,6 +89,7 @@ class Agent:
             )
         self.memory = memory
         self._resolved: LanguageModel | None = None
+        self._pipelines = PipelineCache()
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r})"
@@ -154,6 +156,7 @@ class Agent:
             max_processor_retries=self.max_processor_retries if retries is None else _check_retries(retries),
             tool_choice=options.get("tool_choice"),
             on_finish=options.get("on_finish"),
+            pipelines=self._pipelines,
         )
 
     def _pick(self, override: Processors | None, default: Processors, what: str) -> Processors:

@@ -8,15 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from procflow.engine._stages import BranchStage, ForeachStage, ParallelStage, stage_nodes
 from procflow.engine.graph import START, STOP, stage_edges
-from procflow.engine.plan import (
-    BranchStage,
-    ForeachStage,
-    ParallelStage,
-    PlanNode,
-    WorkflowPlan,
-    stage_nodes,
-)
+from procflow.engine.plan import PlanNode, WorkflowPlan
 from procflow.engine.records import StepRecord, WorkflowResult
 from procflow.engine.schemas import schema_name
 

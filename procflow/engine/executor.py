@@ -1,4 +1,4 @@
-"""The executor: runs a plan's stages in order, parallel blocks in one anyio task group each.
+"""The executor: runs a plan's stages in order (each stage kind runs itself: :mod:`._stages`).
 
 Statuses: a step ends ``success``, ``failed``, ``tripwire``, ``skipped`` (a branch not taken) or
 ``canceled`` (a sibling tripped, or the run was cancelled); a run ends ``success``, ``failed``,
@@ -13,34 +13,20 @@ only when tracing is on (:func:`procflow.set_tracing`).
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from time import perf_counter
-from typing import Any, assert_never
-
-import anyio
+from typing import Any
 
 from procflow._logging import is_tracing, log
-from procflow.engine.foreach import run_foreach
-from procflow.engine.nodes import run_node, skip_node
-from procflow.engine.plan import (
-    BranchCase,
-    BranchOutputs,
-    BranchStage,
-    ForeachStage,
-    NodeCall,
-    ParallelStage,
-    PlanNode,
-    SingleStage,
-    Stage,
-    WorkflowPlan,
-)
+from procflow.engine._stages import SingleStage, branch_decision
+from procflow.engine.nodes import run_node
+from procflow.engine.plan import PlanNode, WorkflowPlan
 from procflow.engine.records import RunStatus, StepRecord, WorkflowEvent, WorkflowResult
-from procflow.engine.run_state import EventSink, RunState, StepContext
+from procflow.engine.run_state import EventSink, RunState
 from procflow.messages.request_context import RequestContext
 from procflow.messages.tripwire import TripWire
 
-__all__ = ["branch_decision", "execute_plan", "run_child", "run_node", "run_node_alone"]
+__all__ = ["branch_decision", "execute_plan", "run_child", "run_lean", "run_node", "run_node_alone"]
 
 
 async def execute_plan(
@@ -98,7 +84,7 @@ async def _execute(plan: WorkflowPlan, value: Any, run: RunState, start_at: int)
             if type(stage) is SingleStage:
                 value = await run_node(stage.node, value, run)
             else:
-                value = await _run_stage(stage, value, run)
+                value = await stage.run(value, run)
     except TripWire as tripwire:
         status, error = "tripwire", tripwire
     except Exception as exc:
@@ -148,8 +134,24 @@ def _finish_run(
     return result
 
 
+async def run_lean(plan: WorkflowPlan, value: Any, run: RunState) -> Any:
+    """Run ``plan`` in a lean run (nothing recorded, no events); return its output or raise its error.
+
+    The same stages run as in :func:`execute_plan` (runs of processor steps fused); only the per-node
+    bookkeeping nobody can observe is left out.
+    """
+    if plan.validate_input is not None:
+        value = plan.validate_input(value)
+    for stage in plan.run_stages or plan.stages:
+        value = await stage.run(value, run)
+    return value
+
+
 async def run_child(plan: WorkflowPlan, value: Any, parent: RunState, step_id: str) -> Any:
     """Run a nested workflow for the step ``step_id`` of ``parent``; return its output or raise its error."""
+    if parent.lean:
+        child_run = RunState(plan.id, request_context=parent.request_context, lean=True)
+        return await run_lean(plan, value, child_run)
     child = RunState(
         plan.id,
         init_data=value,
@@ -180,110 +182,3 @@ async def run_node_alone(
     for step_id, output in (results or {}).items():
         run.records[step_id] = StepRecord(step_id, "success", output=output)
     return await run_node(node, value, run)
-
-
-async def _run_stage(stage: Stage, value: Any, run: RunState) -> Any:
-    if isinstance(stage, SingleStage):
-        return await run_node(stage.node, value, run)
-    if isinstance(stage, ParallelStage):
-        return await _run_parallel(stage, value, run)
-    if isinstance(stage, BranchStage):
-        return await _run_branch(stage, value, run)
-    if isinstance(stage, ForeachStage):
-        return await run_foreach(stage, value, run)
-    assert_never(stage)
-
-
-async def _run_parallel(stage: ParallelStage, value: Any, run: RunState) -> BranchOutputs:
-    nodes = stage.nodes
-    inline = all(node.inline is not None and node.inline(value) for node in nodes)
-    # Only branches that cannot be interrupted may edit the input itself (the one a select keeps):
-    # a cancelled branch must never leave half its edits behind.
-    keep = stage.keep_original if inline else None
-    fork = getattr(value, "fork_branch", None)
-    inputs = [value if fork is None or i == keep else fork(n) for i, n in enumerate(nodes)]
-    outputs: dict[str, Any] = {}
-    errors: list[BaseException] = []
-    if inline:
-        await _run_inline(nodes, inputs, run, outputs, errors)
-    else:
-        async with anyio.create_task_group() as tg:
-            # The first branch runs in this task, inside the group's scope: one task fewer to spawn,
-            # the same cancellation (a sibling's tripwire cancels it like any other branch).
-            for node, branch_input in zip(nodes[1:], inputs[1:], strict=True):
-                tg.start_soon(_branch, node, branch_input, run, outputs, errors, tg.cancel_scope)
-            await _branch(nodes[0], inputs[0], run, outputs, errors, tg.cancel_scope)
-    for node in nodes:
-        if node.id not in outputs and node.id not in run.records:
-            skip_node(node, run, "canceled")
-    if errors:
-        raise errors[0]
-    return BranchOutputs({node.id: outputs[node.id] for node in nodes}, base=value)
-
-
-async def _branch(
-    node: PlanNode,
-    value: Any,
-    run: RunState,
-    outputs: dict[str, Any],
-    errors: list[BaseException],
-    scope: anyio.CancelScope,
-) -> None:
-    try:
-        outputs[node.id] = await run_node(node, value, run)
-    except TripWire as tripwire:
-        errors.append(tripwire)
-        if run.cancel_on_tripwire:
-            scope.cancel()
-    except Exception as exc:
-        errors.append(exc)
-        scope.cancel()
-
-
-async def _run_inline(
-    nodes: tuple[PlanNode, ...],
-    inputs: list[Any],
-    run: RunState,
-    outputs: dict[str, Any],
-    errors: list[BaseException],
-) -> None:
-    """Branches that cannot suspend, in order: what a task group would do with them, minus its cost."""
-    for node, branch_input in zip(nodes, inputs, strict=True):
-        if errors and (run.cancel_on_tripwire or not isinstance(errors[0], TripWire)):
-            return
-        try:
-            outputs[node.id] = await run_node(node, branch_input, run)
-        except TripWire as tripwire:
-            errors.append(tripwire)
-        except Exception as exc:
-            errors.append(exc)
-
-
-def branch_decision(cases: Sequence[BranchCase], default: PlanNode | None) -> NodeCall:
-    """The call of a branch's decision node: the id of the first case whose condition holds.
-
-    Falls back to ``default``'s id, or ``None`` (the input then passes through unchanged).
-    """
-
-    async def decide(value: Any, run: RunState, node: PlanNode) -> str | None:
-        ctx: StepContext[Any] = StepContext(value, step_id=node.id, run=run)
-        for case in cases:
-            holds = case.condition(ctx)
-            if case.is_async or inspect.isawaitable(holds):
-                holds = await holds  # type: ignore[misc]
-            if holds:
-                return case.node.id
-        return default.id if default is not None else None
-
-    return decide
-
-
-async def _run_branch(stage: BranchStage, value: Any, run: RunState) -> Any:
-    chosen_id = await run_node(stage.node, value, run)
-    chosen: PlanNode | None = None
-    for node in stage.candidates:
-        if node.id == chosen_id:
-            chosen = node
-        else:
-            skip_node(node, run, "skipped")
-    return value if chosen is None else await run_node(chosen, value, run)

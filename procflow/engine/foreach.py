@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 
 from procflow.engine.nodes import call_with_retry, recorded
-from procflow.engine.plan import ForeachStage, PlanNode
+from procflow.engine.plan import PlanNode
 from procflow.engine.records import StepRecord
 from procflow.engine.run_state import RunState
 from procflow.errors import WorkflowRunError
@@ -17,9 +17,8 @@ from procflow.messages.tripwire import TripWire
 __all__ = ["run_foreach"]
 
 
-async def run_foreach(stage: ForeachStage, value: Any, run: RunState) -> list[Any]:
-    """Run the stage's node on every item of ``value``; the outputs, in input order, are its output."""
-    node = stage.node
+async def run_foreach(node: PlanNode, concurrency: int, value: Any, run: RunState) -> list[Any]:
+    """Run ``node`` on every item of ``value``; the outputs, in input order, are its output."""
     with recorded(node, run, attempts=0) as record:
         if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
             raise WorkflowRunError(
@@ -28,11 +27,11 @@ async def run_foreach(stage: ForeachStage, value: Any, run: RunState) -> list[An
             )
         items = list(value)
         outputs: list[Any] = [None] * len(items)
-        if stage.concurrency <= 1 or len(items) <= 1:
+        if concurrency <= 1 or len(items) <= 1:
             for index, item in enumerate(items):
                 outputs[index] = await _call_item(node, item, run, record)
         else:
-            await _foreach_concurrently(stage, items, outputs, run, record)
+            await _foreach_concurrently(node, concurrency, items, outputs, run, record)
         record.output = outputs
     return outputs
 
@@ -51,7 +50,7 @@ async def _call_item(node: PlanNode, item: Any, run: RunState, record: StepRecor
 
 
 async def _foreach_concurrently(
-    stage: ForeachStage, items: list[Any], outputs: list[Any], run: RunState, record: StepRecord
+    node: PlanNode, concurrency: int, items: list[Any], outputs: list[Any], run: RunState, record: StepRecord
 ) -> None:
     pending = iter(enumerate(items))
     errors: list[BaseException] = []
@@ -59,7 +58,7 @@ async def _foreach_concurrently(
     async def worker(scope: anyio.CancelScope) -> None:
         for index, item in pending:
             try:
-                outputs[index] = await _call_item(stage.node, item, run, record)
+                outputs[index] = await _call_item(node, item, run, record)
             except TripWire as tripwire:
                 errors.append(tripwire)
                 if run.cancel_on_tripwire:
@@ -71,7 +70,7 @@ async def _foreach_concurrently(
                 return
 
     async with anyio.create_task_group() as tg:
-        for _ in range(min(stage.concurrency, len(items))):
+        for _ in range(min(concurrency, len(items))):
             tg.start_soon(worker, tg.cancel_scope)
     if errors:
         raise errors[0]

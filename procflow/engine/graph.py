@@ -1,4 +1,4 @@
-"""Compiling a workflow's stages into a validated, immutable plan with its networkx graph.
+"""Compiling a workflow's stages into a validated, immutable plan; deriving its networkx graph on demand.
 
 Every rule below raises :class:`WorkflowDefinitionError` naming the step and saying how to fix it:
 an empty workflow, duplicate step ids (the same processor used twice included, at any nesting depth),
@@ -13,35 +13,38 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from procflow.engine.plan import (
+from procflow.engine._stages import (
     BranchStage,
     ForeachStage,
     ParallelStage,
-    PlanNode,
     SingleStage,
     Stage,
-    WorkflowPlan,
+    run_stages,
     stage_nodes,
 )
+from procflow.engine.plan import NodeCall, PlanNode, WorkflowPlan, is_processor_schema
 from procflow.engine.retry import RetryPolicy
 from procflow.engine.schemas import ParallelSchema, accepts, element_schema, schema_name, union_of
-from procflow.errors import WorkflowDefinitionError
+from procflow.errors import ConfigurationError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["START", "STOP", "compile_plan", "is_processor_schema", "iter_processors", "stage_edges"]
+__all__ = [
+    "START",
+    "STOP",
+    "build_graph",
+    "compile_plan",
+    "is_processor_schema",
+    "iter_processors",
+    "stage_edges",
+]
 
 START = "__start__"
 """The pseudo node edges leave from to reach a workflow's first stage (pictures only)."""
 
 STOP = "__end__"
 """The pseudo node the last stage's edges reach (pictures only)."""
-
-
-def is_processor_schema(schema: Any) -> bool:
-    """Whether ``schema`` is the phase-tagged processor schema (``ProcessorStepSchema``)."""
-    return bool(getattr(schema, "__processor_schema__", False))
 
 
 def _processor_like(node: PlanNode) -> bool:
@@ -68,8 +71,12 @@ def compile_plan(
     retry: RetryPolicy | None = None,
     cancel_on_tripwire: bool = True,
     description: str | None = None,
+    fuse: Callable[[tuple[PlanNode, ...]], NodeCall] | None = None,
 ) -> WorkflowPlan:
     """Validate ``stages`` and return the immutable plan.
+
+    ``fuse`` builds one call running several processor nodes in a row; with it, the plan's run stages
+    fuse runs of processor steps (see :class:`~procflow.engine._stages.SequenceStage`).
 
     Raises:
         WorkflowDefinitionError: the workflow breaks one of the rules in this module's docstring.
@@ -91,7 +98,6 @@ def compile_plan(
     return WorkflowPlan(
         id=workflow_id,
         stages=tuple(stages),
-        graph=_build_graph(stages),
         input_schema=input_schema,
         output_schema=output_schema,
         validate_input=validate_input,
@@ -99,7 +105,17 @@ def compile_plan(
         cancel_on_tripwire=cancel_on_tripwire,
         description=description,
         nodes=nodes,
+        run_stages=run_stages(stages, fuse) if fuse is not None else tuple(stages),
+        lean=all(_lean(node) for stage in stages for node in stage.nodes),
     )
+
+
+def _lean(node: PlanNode) -> bool:
+    if node.kind == "processor":
+        return True
+    if node.kind == "map":
+        return node.selection in ("select", "merge")
+    return node.kind == "workflow" and node.subplan is not None and node.subplan.lean
 
 
 def _check_unique_ids(stages: Sequence[Stage]) -> dict[str, PlanNode]:
@@ -296,8 +312,20 @@ def stage_edges(stage: Stage) -> tuple[tuple[str, ...], tuple[str, ...], list[tu
     return (stage.node.id,), tuple(exits), inner
 
 
-def _build_graph(stages: Sequence[Stage]) -> nx.DiGraph:
-    import networkx as nx  # imported on first commit: ~0.1 s that `import procflow` need not pay
+def build_graph(stages: Sequence[Stage]) -> nx.DiGraph:
+    """The stages as a frozen networkx graph (nodes carry ``kind``, ``stage`` and ``group``).
+
+    Only pictures, exports and tests need it: the executor runs the stages and validation reads them.
+
+    Raises:
+        ConfigurationError: networkx is not installed.
+    """
+    try:
+        import networkx as nx  # only here: `import procflow` and `.commit()` never pay for it
+    except ImportError:  # pragma: no cover - networkx is installed with procflow today
+        raise ConfigurationError(
+            "workflow.graph needs networkx; install it with `pip install networkx`"
+        ) from None
 
     graph = nx.DiGraph()
     passthrough = {

@@ -51,7 +51,16 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(node, run)
 
 
 async def run_node(node: PlanNode, value: Any, run: RunState) -> Any:
-    """Run one node: validate its input, call it (with retries), record the outcome; re-raise failures."""
+    """Run one node: validate its input, call it (with retries), record the outcome; re-raise failures.
+
+    In a lean run (see :attr:`RunState.lean`) nothing is recorded: the node is validated and called.
+    """
+    if run.lean:
+        if node.validate is not None:
+            value = node.validate(value)
+        if node.retry is None:
+            return await node.call(value, run, node)
+        return await call_with_retry(node, value, run, StepRecord(node.id, "success"))
     with recorded(node, run) as record:
         if node.validate is not None:
             value = node.validate(value)
@@ -106,6 +115,8 @@ def end_record(record: StepRecord, run: RunState, status: StepStatus, error: Bas
 
 def skip_node(node: PlanNode, run: RunState, status: StepStatus) -> None:
     """Record a node that never ran (``skipped`` by a branch, or ``canceled`` before it started)."""
+    if run.lean:
+        return
     end_record(StepRecord(node.id, status), run, status, None)
 
 

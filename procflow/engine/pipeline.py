@@ -11,12 +11,7 @@ from procflow._callables import is_async_callable
 from procflow.errors import ConfigurationError
 from procflow.processors.base import HOOK_NAMES, AbortFn, HookName, Processor, make_abort
 
-__all__ = ["BoundHook", "ProcessorPipeline", "processor_id_of"]
-
-_CACHE_SIZE = 512
-_cache: OrderedDict[tuple[int, ...], ProcessorPipeline] = OrderedDict()
-"""Pipelines built recently, keyed by the identities of their processors. A cached pipeline holds its
-processors, so while an entry exists no other object can reuse one of its ids."""
+__all__ = ["BoundHook", "PipelineCache", "ProcessorPipeline", "processor_id_of"]
 
 
 def processor_id_of(processor: object) -> str:
@@ -61,23 +56,9 @@ class ProcessorPipeline:
     def build(cls, processors: Sequence[Processor | Any]) -> ProcessorPipeline:
         """Resolve hooks for ``processors``; raise :class:`ConfigurationError` on bad entries.
 
-        Agents build their pipelines on every request, so the result for one list of processor
-        objects is remembered (hooks are looked up when a list is first seen; a processor whose hook
-        methods are replaced afterwards keeps its first binding).
+        Every call builds a new pipeline (there is no process-wide cache); an owner that builds the same
+        lists again and again — an agent, per request — keeps its own :class:`PipelineCache`.
         """
-        key = tuple(id(p) for p in processors)
-        cached = _cache.get(key)
-        if cached is not None:
-            _cache.move_to_end(key)
-            return cached
-        pipeline = cls._build(processors)
-        _cache[key] = pipeline
-        if len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-        return pipeline
-
-    @classmethod
-    def _build(cls, processors: Sequence[Processor | Any]) -> ProcessorPipeline:
         seen: dict[str, int] = {}
         for index, processor in enumerate(processors):
             pid = processor_id_of(processor)
@@ -108,6 +89,39 @@ class ProcessorPipeline:
 
     def __len__(self) -> int:
         return len(self.processors)
+
+
+class PipelineCache:
+    """The pipelines one owner (an agent) built, keyed by the identities of their processors.
+
+    An agent builds its pipelines on every request from mostly the same processor objects; this keeps
+    the most recent ``size`` of them. An entry holds its processors, so while it exists no other object
+    can take one of their ids. Lists made fresh per request (factories, memory) simply miss and are
+    built, pushing out the oldest entries. Hooks are looked up when a list is first seen: a processor
+    whose hook methods are replaced afterwards keeps its first binding for this owner.
+    """
+
+    __slots__ = ("_entries", "size")
+
+    def __init__(self, *, size: int = 32) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[int, ...], ProcessorPipeline] = OrderedDict()
+
+    def build(self, processors: Sequence[Processor | Any]) -> ProcessorPipeline:
+        """The pipeline of ``processors``: the one built before for the same objects, else a new one."""
+        key = tuple(id(p) for p in processors)
+        cached = self._entries.get(key)
+        if cached is not None:
+            self._entries.move_to_end(key)
+            return cached
+        pipeline = ProcessorPipeline.build(processors)
+        self._entries[key] = pipeline
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return pipeline
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _bind(processor: Any, name: HookName) -> BoundHook:

@@ -1,9 +1,10 @@
 """The compiled, immutable form of a workflow: nodes grouped into stages, run one stage after another.
 
 The DSL (:mod:`procflow.workflows`) turns each ``.then`` / ``.parallel`` / ``.branch`` / ``.map`` /
-``.foreach`` into one stage; :func:`procflow.engine.graph.compile_plan` validates the stages and adds the
-networkx graph. Every node of a stage depends on every node of the stage before it, so running stages
-in order runs each node after all its predecessors.
+``.foreach`` into one stage (the stage kinds live in :mod:`procflow.engine._stages`);
+:func:`procflow.engine.graph.compile_plan` validates them. The plan is a series-parallel list: every
+node of a stage depends on every node of the stage before it, so running stages in order runs each node
+after all its predecessors. The graph is derived from the stages, for validation and pictures.
 """
 
 from __future__ import annotations
@@ -17,23 +18,17 @@ from procflow.engine.retry import RetryPolicy
 if TYPE_CHECKING:
     import networkx as nx
 
-    from procflow.engine.run_state import RunState, StepContext
+    from procflow.engine._stages import RunStage, Stage
+    from procflow.engine.run_state import RunState
 
 __all__ = [
-    "BranchCase",
     "BranchOutputs",
-    "BranchStage",
-    "ForeachStage",
     "NodeCall",
     "NodeKind",
-    "ParallelStage",
     "PlanNode",
     "SelectionKind",
-    "SingleStage",
-    "Stage",
     "WorkflowPlan",
-    "stage_contains",
-    "stage_nodes",
+    "is_processor_schema",
 ]
 
 NodeKind = Literal["processor", "step", "workflow", "map", "branch", "foreach"]
@@ -90,62 +85,9 @@ class PlanNode:
     inline: Callable[[Any], bool] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SingleStage:
-    """One node run on the previous stage's output (``.then``, ``.map``)."""
-
-    node: PlanNode
-
-
-@dataclass(frozen=True, slots=True)
-class ParallelStage:
-    """Nodes run concurrently, each on its own copy of the input; the output maps step id to output."""
-
-    group_id: str
-    nodes: tuple[PlanNode, ...]
-    keep_original: int | None = None
-    """Index of the branch that may work on the input itself rather than a copy (the one a following
-    ``select`` keeps), or ``None``. Used only when no branch can be interrupted (see ``PlanNode.inline``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class BranchCase:
-    """One ``(condition, step)`` pair of a ``.branch``."""
-
-    condition: Callable[[StepContext[Any]], bool | Awaitable[bool]]
-    is_async: bool
-    name: str
-    node: PlanNode
-
-
-@dataclass(frozen=True, slots=True)
-class BranchStage:
-    """A decision node and its cases: the first case whose condition holds runs, the others are skipped.
-
-    With no match, ``default`` runs if given; otherwise the input passes through unchanged.
-    """
-
-    node: PlanNode
-    cases: tuple[BranchCase, ...]
-    default: PlanNode | None = None
-
-    @property
-    def candidates(self) -> tuple[PlanNode, ...]:
-        """Every node that may run, cases first, then the default."""
-        nodes = tuple(case.node for case in self.cases)
-        return (*nodes, self.default) if self.default is not None else nodes
-
-
-@dataclass(frozen=True, slots=True)
-class ForeachStage:
-    """One node run once per item of a list input, at most ``concurrency`` at a time, outputs in order."""
-
-    node: PlanNode
-    concurrency: int = 1
-
-
-Stage: TypeAlias = SingleStage | ParallelStage | BranchStage | ForeachStage
-"""Any stage of a plan."""
+def is_processor_schema(schema: Any) -> bool:
+    """Whether ``schema`` is the phase-tagged processor schema (``ProcessorStepSchema``)."""
+    return bool(getattr(schema, "__processor_schema__", False))
 
 
 class BranchOutputs(dict[str, Any]):
@@ -164,12 +106,11 @@ class BranchOutputs(dict[str, Any]):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowPlan:
-    """A validated workflow: its stages in order, the graph they form, and its settings.
+    """A validated workflow: its stages in order and its settings.
 
     Attributes:
         id: The workflow id.
-        stages: The stages, run in order.
-        graph: The frozen networkx ``DiGraph`` of the nodes (edges from each stage to the next).
+        stages: The stages, run in order (a series-parallel list; :attr:`graph` is derived from it).
         input_schema: What the workflow accepts.
         output_schema: What it returns.
         validate_input: Checks the run's input (``None``: nothing to check).
@@ -177,11 +118,13 @@ class WorkflowPlan:
         cancel_on_tripwire: Whether a tripwire in one branch cancels its running siblings.
         description: The workflow's description.
         nodes: Every node by id, in definition order.
+        run_stages: The stages as lean runs execute them (runs of processor steps fused), or empty.
+        lean: Whether every node is a processor step, a ``select``/``merge_branches`` or a lean nested
+            workflow: then no user code can read step records, and a processor run may skip them.
     """
 
     id: str
     stages: tuple[Stage, ...]
-    graph: nx.DiGraph
     input_schema: Any = Any
     output_schema: Any = Any
     validate_input: Callable[[Any], Any] | None = None
@@ -189,26 +132,21 @@ class WorkflowPlan:
     cancel_on_tripwire: bool = True
     description: str | None = None
     nodes: Mapping[str, PlanNode] = field(default_factory=dict)
+    run_stages: tuple[RunStage, ...] = ()
+    lean: bool = False
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The frozen networkx ``DiGraph`` of the nodes, derived from the stages (needs networkx)."""
+        from procflow.engine.graph import build_graph
+
+        return build_graph(self.stages)
 
     def stage_index(self, step_id: str) -> int:
         """Position of the stage holding ``step_id`` (a parallel block's group id counts too)."""
+        from procflow.engine._stages import stage_contains
+
         for index, stage in enumerate(self.stages):
             if stage_contains(stage, step_id):
                 return index
         raise KeyError(step_id)
-
-
-def stage_nodes(stage: Stage) -> tuple[PlanNode, ...]:
-    """Every node of a stage, in definition order."""
-    if isinstance(stage, SingleStage | ForeachStage):
-        return (stage.node,)
-    if isinstance(stage, ParallelStage):
-        return stage.nodes
-    return (stage.node, *stage.candidates)
-
-
-def stage_contains(stage: Stage, step_id: str) -> bool:
-    """Whether ``step_id`` names the stage (its group id) or one of its nodes."""
-    if isinstance(stage, ParallelStage) and stage.group_id == step_id:
-        return True
-    return any(node.id == step_id for node in stage_nodes(stage))

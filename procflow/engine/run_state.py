@@ -35,6 +35,8 @@ class RunState:
         cancel_on_tripwire: Whether a tripwire in a branch cancels its running siblings.
         children: Results of nested workflow runs, by the nesting step's id.
         result: The run's result once it ended (set before a cancellation propagates).
+        lean: Whether nobody can observe step records (a processor workflow of processor steps and
+            selections run as a processor, tracing off): nodes then run without records or events.
     """
 
     __slots__ = (
@@ -43,6 +45,7 @@ class RunState:
         "children",
         "emit",
         "init_data",
+        "lean",
         "records",
         "request_context",
         "result",
@@ -59,6 +62,7 @@ class RunState:
         cancel_on_tripwire: bool = True,
         run_id: str | None = None,
         records: dict[str, StepRecord] | None = None,
+        lean: bool = False,
     ) -> None:
         self.workflow_id = workflow_id
         self.init_data = init_data
@@ -69,6 +73,7 @@ class RunState:
         self.children: dict[str, WorkflowResult] = {}
         self.result: WorkflowResult | None = None
         self._run_id = run_id
+        self.lean = lean
 
     @property
     def run_id(self) -> str:

@@ -15,12 +15,18 @@ one call per processor. Rules:
 - any other error is logged (processor id, hook and exception type only) and fails closed: the chunk
   is withheld and :class:`~procflow.errors.ProcessorFailedError` ends the call — unless the processor
   declares ``fail_open = True``, when the chunk passes that processor unchanged.
+
+A processor that needs per-stream state of its own (a processor workflow: its compiled per-chunk
+dispatch) defines ``open_output_stream(args)``: it is called once when the stream is prepared and returns
+an :class:`OutputStreamSession` whose ``process`` and ``flush`` replace the processor's hooks for that
+stream, so nothing of the kind has to live in the processor's ``state``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, Protocol
 
 from procflow._logging import log
 from procflow.engine.context import RunContext, report_tripwire
@@ -32,7 +38,19 @@ from procflow.messages.tripwire import TripWire
 from procflow.messages.writer import StreamWriter
 from procflow.processors.args import ProcessOutputStreamArgs
 
-__all__ = ["StreamRunner"]
+__all__ = ["OutputStreamSession", "StreamRunner"]
+
+
+class OutputStreamSession(Protocol):
+    """What ``open_output_stream(args)`` returns: one processor's hooks bound to one stream."""
+
+    async def process(self, args: ProcessOutputStreamArgs) -> Any:
+        """Handle ``args.part`` (the same args object every chunk of this stream)."""
+        ...
+
+    async def flush(self, args: ProcessOutputStreamArgs) -> Any:
+        """End of stream: return what was held back."""
+        ...
 
 
 class StreamRunner:
@@ -70,6 +88,16 @@ class StreamRunner:
             )
             for index, hook in enumerate(self._hooks)
         ]
+        hooks = list(self._hooks)
+        for index, hook in enumerate(hooks):
+            opener = getattr(hook.processor, "open_output_stream", None)
+            if callable(opener):
+                session: OutputStreamSession = opener(self._args[index])
+                flush = session.flush if hook.flush is not None else None
+                hooks[index] = replace(
+                    hook, fn=session.process, is_async=True, flush=flush, flush_is_async=True
+                )
+        self._hooks = tuple(hooks)
 
     @property
     def active(self) -> bool:
@@ -122,7 +150,7 @@ class StreamRunner:
             try:
                 result = await hook.flush(args) if hook.flush_is_async else hook.flush(args)
             except TripWire:
-                log.info("stream_discard_tripwire", processor_id=hook.processor_id)
+                log.debug("stream_discard_tripwire", processor_id=hook.processor_id)
                 continue
             except Exception as exc:
                 hook_failed(hook, "flush_output_stream", exc)

@@ -7,26 +7,25 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
-from procflow.engine.executor import branch_decision
-from procflow.engine.graph import compile_plan
-from procflow.engine.plan import (
+from procflow.engine._stages import (
     BranchCase,
     BranchStage,
     ForeachStage,
     ParallelStage,
-    PlanNode,
-    SelectionKind,
     SingleStage,
     Stage,
+    branch_decision,
     stage_nodes,
 )
+from procflow.engine.graph import compile_plan
+from procflow.engine.plan import PlanNode, SelectionKind
 from procflow.engine.retry import RetryPolicy
 from procflow.engine.run_state import RunState, StepContext
 from procflow.engine.schemas import make_validator
 from procflow.errors import ConfigurationError, WorkflowDefinitionError
 from procflow.workflows.processor_data import ProcessorStepData
 from procflow.workflows.selection import BranchMerge, Selection
-from procflow.workflows.steps import Step, create_step, is_async_callable
+from procflow.workflows.steps import ProcessorStep, Step, create_step, is_async_callable
 
 if TYPE_CHECKING:
     from procflow.workflows.workflow import Workflow
@@ -229,6 +228,7 @@ class WorkflowBuilder:
             retry=self.retry,
             cancel_on_tripwire=self.cancel_on_tripwire,
             description=self.description,
+            fuse=ProcessorStep.chain,
         )
         return Workflow(plan)
 

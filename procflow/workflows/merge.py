@@ -85,8 +85,10 @@ def merge_outputs(base: ProcessorStepData, outputs: Mapping[str, Any], *, step_i
     if not branches:
         return base
     if base.phase == "output_stream":
-        base.chunks = _merge_chunks(base, branches, step_id)
+        base.chunks = _merge_field(base, branches, "chunks", "the chunk", step_id)
         return base
+    for name, what in _PHASE_FIELDS.get(base.phase, ()):
+        setattr(base, name, _merge_field(base, branches, name, what, step_id))
     edits = _Edits(step_id)
     for branch, out in branches:
         _diff_messages(base.message_list, out.message_list, branch, edits)
@@ -99,20 +101,30 @@ def merge_outputs(base: ProcessorStepData, outputs: Mapping[str, Any], *, step_i
     return base
 
 
-def _merge_chunks(
-    base: ProcessorStepData, branches: list[tuple[str, ProcessorStepData]], step_id: str
-) -> list[Any]:
-    chosen: tuple[str, list[Any]] | None = None
+_PHASE_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "llm_request": (("prompt", "the prompt"), ("answer", "the answer"), ("answered_by", "the answer")),
+    "api_error": (("retry_by", "the retry decision"),),
+}
+"""Per phase, the phase's own fields a branch may change as a whole (besides messages and settings)."""
+
+
+def _merge_field(
+    base: ProcessorStepData, branches: list[tuple[str, ProcessorStepData]], name: str, what: str, step_id: str
+) -> Any:
+    """The one branch's new value of field ``name``; the same change twice is fine, two are a conflict."""
+    original = getattr(base, name)
+    chosen: tuple[str, Any] | None = None
     for branch, out in branches:
-        if out.chunks == base.chunks:
+        value = getattr(out, name)
+        if value == original:
             continue
-        if chosen is not None and chosen[1] != out.chunks:
+        if chosen is not None and chosen[1] != value:
             raise BranchConflictError(
-                f"branches {chosen[0]!r} and {branch!r} changed the chunk differently; {_FIX}",
+                f"branches {chosen[0]!r} and {branch!r} changed {what} differently; {_FIX}",
                 step_id=step_id,
             )
-        chosen = (branch, out.chunks)
-    return base.chunks if chosen is None else chosen[1]
+        chosen = (branch, value)
+    return original if chosen is None else chosen[1]
 
 
 def _diff_messages(base: MessageList, other: MessageList, branch: str, edits: _Edits) -> None:

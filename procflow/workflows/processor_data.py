@@ -11,6 +11,7 @@ from procflow.engine.runner import StepSettings
 from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
 from procflow.messages.message_list import MessageInput, MessageList
+from procflow.messages.prompt import Prompt
 from procflow.messages.request_context import RequestContext
 from procflow.messages.results import OutputResult, StepResult
 from procflow.processors.args import ProcessorArgs
@@ -18,32 +19,38 @@ from procflow.processors.base import HookName
 
 __all__ = ["PHASE_HOOKS", "ProcessorPhase", "ProcessorStepData", "ProcessorStepSchema", "inner_context"]
 
-ProcessorPhase = Literal["input", "input_step", "output_stream", "output_step", "output_result"]
-"""The agent phase a processor workflow is called in."""
+ProcessorPhase = Literal[
+    "input",
+    "input_step",
+    "llm_request",
+    "llm_response",
+    "output_stream",
+    "output_step",
+    "output_result",
+    "api_error",
+]
+"""The agent phase a processor workflow is called in (one per processor hook)."""
 
 PHASE_HOOKS: Mapping[ProcessorPhase, HookName] = {
     "input": "process_input",
     "input_step": "process_input_step",
+    "llm_request": "process_llm_request",
+    "llm_response": "process_llm_response",
     "output_stream": "process_output_stream",
     "output_step": "process_output_step",
     "output_result": "process_output_result",
+    "api_error": "process_api_error",
 }
 """The processor hook each phase calls."""
 
 
-_STATES = "__procflow_inner_states__"
-
-
 def inner_context(args: ProcessorArgs) -> RunContext:
-    """The run context a processor workflow's inner processors see: the live request, with one state
-    dict per inner processor kept for the whole request inside the workflow's own ``args.state``."""
-    states = args.state.get(_STATES)
-    if states is None:
-        states = args.state[_STATES] = {}
+    """The run context a processor workflow's inner processors see: the live request, with the
+    workflow's own ``args.state`` holding one state dict per inner processor, by processor id."""
     return RunContext(
         message_list=args.message_list,
         request_context=args.request_context,
-        states=states,
+        states=args.state,
         retry_count=args.retry_count,
         writer=args.writer,
     )
@@ -61,13 +68,24 @@ class ProcessorStepData:
     processor has none), editing ``message_list`` just as a plain processor in the agent would.
 
     Attributes:
-        phase: ``input``, ``input_step``, ``output_stream``, ``output_step`` or ``output_result``.
+        phase: The phase (see :data:`ProcessorPhase`): one per processor hook.
         context: The request: message list, request context, per-processor state, retry count, writer.
-        settings: For ``input_step``: the model step's settings (model, tools, tool choice, options).
-        chunks: For ``output_stream``: the chunks going through (one on the way in; what came out after).
+        settings: For ``input_step``, ``llm_request``, ``llm_response`` and ``api_error``: the model
+            step's settings (step number, model, tools, tool choice, options, steps so far).
+        chunks: For ``output_stream``: the chunks going through (one on the way in; what came out
+            after). For ``llm_response``: the finished step's chunks.
         step: For ``output_step``: the model step just finished.
         steps: For ``input_step`` / ``output_step``: the model steps so far.
         result: For ``output_result``: the whole generation's result.
+        prompt: For ``llm_request``: the provider prompt (steps may replace it); for ``llm_response``:
+            the prompt that was sent.
+        answer: For ``llm_request``: chunks a processor answered with instead of the model (later
+            processor steps then do nothing, as in a processor list).
+        answered_by: The id of the processor that answered.
+        from_cache: For ``llm_response``: whether the chunks were replayed instead of generated.
+        error: For ``api_error``: the provider's error.
+        retry_by: For ``api_error``: the id of the processor that asked to re-issue the call (later
+            processor steps then do nothing).
     """
 
     __fast_schema__: ClassVar[bool] = True
@@ -81,6 +99,12 @@ class ProcessorStepData:
     step: StepResult | None = None
     steps: list[StepResult] = field(default_factory=list)
     result: OutputResult | None = None
+    prompt: Prompt | None = None
+    answer: list[Chunk] | None = None
+    answered_by: str | None = None
+    from_cache: bool = False
+    error: Exception | None = None
+    retry_by: str | None = None
 
     @property
     def message_list(self) -> MessageList:
@@ -153,6 +177,12 @@ class ProcessorStepData:
             step=self.step,
             steps=self.steps,
             result=self.result,
+            prompt=list(self.prompt) if self.prompt is not None else None,
+            answer=self.answer,
+            answered_by=self.answered_by,
+            from_cache=self.from_cache,
+            error=self.error,
+            retry_by=self.retry_by,
         )
 
     # -- building one by hand (tests, step.run) ------------------------------------------------------

@@ -5,15 +5,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any, ClassVar, assert_never, overload
+from typing import Any, ClassVar, overload
 
 from procflow._callables import is_async_callable
 from procflow.engine.executor import run_node_alone
 from procflow.engine.pipeline import ProcessorPipeline, processor_id_of
-from procflow.engine.plan import NodeKind, PlanNode
+from procflow.engine.plan import NodeCall, NodeKind, PlanNode
 from procflow.engine.retry import RetryPolicy
 from procflow.engine.run_state import RunState, StepContext
-from procflow.engine.runner import PhaseRunner
+from procflow.engine.runner import PhaseRunner, StepSettings
 from procflow.engine.schemas import make_validator
 from procflow.engine.stream import StreamRunner
 from procflow.errors import ConfigurationError, WorkflowRunError
@@ -169,11 +169,7 @@ class ProcessorStep(Step):
         pid = processor_id_of(processor)
         self.processor = processor
         self.processor_id = pid
-        self._pipeline = ProcessorPipeline.build([processor])
-        self._phases = frozenset(phase for phase, hook in PHASE_HOOKS.items() if self._pipeline.has(hook))
-        self._async_phases = frozenset(
-            phase for phase in self._phases if self._pipeline.phase(PHASE_HOOKS[phase])[0].is_async
-        )
+        self._bind([processor])
         super().__init__(
             id=f"processor:{pid}",
             input_schema=ProcessorStepData,
@@ -181,6 +177,22 @@ class ProcessorStep(Step):
             retry=retry,
             description=getattr(processor, "description", None),
         )
+
+    def _bind(self, processors: list[Any]) -> None:
+        self._pipeline = ProcessorPipeline.build(processors)
+        self._phases = frozenset(phase for phase, hook in PHASE_HOOKS.items() if self._pipeline.has(hook))
+        self._async_phases = frozenset(
+            phase
+            for phase in self._phases
+            if any(hook.is_async for hook in self._pipeline.phase(PHASE_HOOKS[phase]))
+        )
+
+    @classmethod
+    def chain(cls, nodes: tuple[PlanNode, ...]) -> NodeCall:
+        """One call running the processors of consecutive processor nodes in a row, like a processor list."""
+        fused = cls.__new__(cls)
+        fused._bind([node.processor for node in nodes])
+        return fused._call
 
     def handles(self, phase: ProcessorPhase) -> bool:
         """Whether the processor has the hook of ``phase``."""
@@ -200,24 +212,23 @@ class ProcessorStep(Step):
         phase = data.phase
         if phase not in self._phases:
             return data
+        runner = PhaseRunner(self._pipeline, data.context)
         if phase == "input":
-            await PhaseRunner(self._pipeline, data.context).run_input()
-        elif phase == "input_step":
-            if data.settings is None:
-                raise _missing(node.id, "settings", "for_input_step")
-            await PhaseRunner(self._pipeline, data.context).run_input_step(data.settings)
+            await runner.run_input()
         elif phase == "output_stream":
             data.chunks = await self._stream(data.chunks, data)
         elif phase == "output_step":
             if data.step is None:
                 raise _missing(node.id, "step", "for_output_step")
-            await PhaseRunner(self._pipeline, data.context).run_output_step(data.step, data.steps)
+            await runner.run_output_step(data.step, data.steps)
         elif phase == "output_result":
             if data.result is None:
                 raise _missing(node.id, "result", "for_output_result")
-            await PhaseRunner(self._pipeline, data.context).run_output_result(data.result)
+            await runner.run_output_result(data.result)
         else:
-            assert_never(phase)
+            if data.settings is None:
+                raise _missing(node.id, "settings", "for_input_step")
+            await _call_model_phase(runner, phase, data, data.settings)
         return data
 
     async def _stream(self, chunks: list[Chunk], data: ProcessorStepData) -> list[Chunk]:
@@ -245,6 +256,31 @@ class ProcessorStep(Step):
             data, request_context=request_context, results=results, init_data=init_data
         )
         return out
+
+
+async def _call_model_phase(
+    runner: PhaseRunner, phase: ProcessorPhase, data: ProcessorStepData, settings: StepSettings
+) -> None:
+    """The phases around one model call, with a processor list's semantics (first answer/retry wins)."""
+    if phase == "input_step":
+        await runner.run_input_step(settings)
+    elif phase == "llm_request":
+        if data.answer is not None:
+            return
+        outcome = await runner.run_llm_request(data.prompt or [], settings)
+        data.prompt = outcome.prompt
+        if outcome.chunks is not None:
+            data.answer, data.answered_by = outcome.chunks, outcome.answered_by
+    elif phase == "llm_response":
+        await runner.run_llm_response(
+            data.chunks, settings, prompt=data.prompt or [], from_cache=data.from_cache
+        )
+    elif phase == "api_error":
+        if data.retry_by is not None or data.error is None:
+            return
+        data.retry_by = await runner.run_api_error(data.error, settings)
+    else:
+        raise AssertionError(phase)
 
 
 def coerce_processor_input(value: Any, request_context: RequestContext | None = None) -> Any:

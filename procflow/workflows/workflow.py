@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -16,18 +16,8 @@ from procflow.engine.run_state import RunState
 from procflow.engine.watch import WorkflowWatch, watch_plan
 from procflow.errors import ConfigurationError
 from procflow.messages.request_context import RequestContext
-from procflow.processors.args import (
-    MessagesResult,
-    ProcessInputArgs,
-    ProcessInputStepArgs,
-    ProcessInputStepResult,
-    ProcessOutputResultArgs,
-    ProcessOutputStepArgs,
-    ProcessOutputStreamArgs,
-    StreamResult,
-)
 from procflow.workflows import render
-from procflow.workflows.as_processor import install_processor_hooks
+from procflow.workflows._processor import ProcessorAdapter
 from procflow.workflows.processor_data import PHASE_HOOKS, ProcessorPhase
 from procflow.workflows.steps import Step, coerce_processor_input
 
@@ -37,32 +27,23 @@ if TYPE_CHECKING:
 __all__ = ["Workflow"]
 
 
-class Workflow(Step):
+class Workflow(ProcessorAdapter, Step):
     """A committed workflow (``create_workflow(...)....commit()``): an immutable, validated plan.
 
     It runs (:meth:`run`, :meth:`run_from`, :meth:`watch`), draws itself (:meth:`to_mermaid`,
     :meth:`to_dot`, :meth:`to_json`, :meth:`to_svg`, :meth:`to_png`), nests as a step of another
     workflow, and — when its input and output schemas are ``ProcessorStepSchema`` — is a processor: put
     it in an agent's ``input_processors`` or ``output_processors``. It then has the hooks of the phases
-    its processors implement (every phase when it holds plain steps).
+    its processors implement (the message and stream phases too when it holds plain steps; see
+    :class:`~procflow.workflows._processor.ProcessorAdapter`).
 
     Attributes:
         id: The workflow id (its processor id too).
         plan: The compiled plan.
-        process_data_parts: Whether ``data-*`` chunks reach it (when any inner processor asks for them).
+        is_processor: Whether its schemas make it a processor.
     """
 
     kind: ClassVar[NodeKind] = "workflow"
-
-    process_input: Callable[[ProcessInputArgs], Awaitable[MessagesResult]] | None = None
-    process_input_step: Callable[[ProcessInputStepArgs], Awaitable[ProcessInputStepResult | None]] | None = (
-        None
-    )
-    process_output_stream: Callable[[ProcessOutputStreamArgs], Awaitable[StreamResult]] | None = None
-    flush_output_stream: Callable[[ProcessOutputStreamArgs], Awaitable[StreamResult]] | None = None
-    process_output_step: Callable[[ProcessOutputStepArgs], Awaitable[MessagesResult]] | None = None
-    process_output_result: Callable[[ProcessOutputResultArgs], Awaitable[MessagesResult]] | None = None
-    process_data_parts: bool = False
 
     def __init__(self, plan: WorkflowPlan) -> None:
         super().__init__(
@@ -75,8 +56,7 @@ class Workflow(Step):
         self.plan = plan
         self.name = plan.id
         self.is_processor = is_processor_schema(plan.input_schema) and is_processor_schema(plan.output_schema)
-        if self.is_processor:
-            install_processor_hooks(self)
+        self._adapt(plan, is_processor=self.is_processor)
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -85,7 +65,7 @@ class Workflow(Step):
 
     def handles(self, phase: ProcessorPhase) -> bool:
         """Whether anything inside runs in a processor ``phase``."""
-        return not self.is_processor or getattr(self, PHASE_HOOKS[phase]) is not None
+        return not self.is_processor or getattr(self, PHASE_HOOKS[phase], None) is not None
 
     def to_node(self, *, default_retry: RetryPolicy | None = None) -> PlanNode:
         """The plan node nesting this workflow (its own steps keep their own retry policies)."""

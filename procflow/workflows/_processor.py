@@ -1,0 +1,309 @@
+"""A processor workflow as a processor: an adapter over its plan, one hook per phase its steps implement.
+
+Each message-phase hook builds the phase-tagged :class:`ProcessorStepData` over the live request, runs
+the plan and hands the outcome back the way a plain processor's return value is applied — in all eight
+phases, the LLM request/response and API-error ones included. The workflow's own per-request ``state``
+*is* the state of its inner processors: one dict per inner processor id, kept for the whole request, so
+their state persists across phases and stream chunks exactly as when they are listed directly. A
+tripwire inside was already reported by the phase runner for the inner processor (``on_violation``
+fired, ``processor_id`` set); it is re-raised as is, so the agent emits the same ``tripwire`` chunk and
+``result.tripwire`` as for the plain processor.
+
+When the plan holds only processor steps, selections and such nested workflows and tracing is off, no
+user code can read step records, so the plan runs lean (:func:`procflow.engine.executor.run_lean`):
+the same stages, runs of processor steps fused into one phase runner, no records or events.
+
+The stream phase never runs the plan per chunk: the plan's stages are compiled once into stream parts
+(:func:`procflow.engine._stages.stream_chain`), and ``open_output_stream`` opens them per stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from procflow._logging import is_tracing
+from procflow.engine._stages import stream_chain
+from procflow.engine._stream_parts import StreamChain, StreamEnv
+from procflow.engine.executor import execute_plan, run_lean
+from procflow.engine.graph import iter_processors
+from procflow.engine.plan import PlanNode, WorkflowPlan
+from procflow.engine.run_state import RunState
+from procflow.engine.runner import StepSettings
+from procflow.errors import ConfigurationError, ProcessorResultError
+from procflow.messages.chunk import Chunk
+from procflow.messages.message import Message
+from procflow.messages.results import StepResult
+from procflow.processors.args import (
+    MessagesResult,
+    ProcessAPIErrorArgs,
+    ProcessAPIErrorResult,
+    ProcessInputArgs,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+    ProcessLLMRequestArgs,
+    ProcessLLMRequestResult,
+    ProcessLLMResponseArgs,
+    ProcessOutputResultArgs,
+    ProcessOutputStepArgs,
+    ProcessOutputStreamArgs,
+    StreamResult,
+)
+from procflow.workflows.processor_data import PHASE_HOOKS, ProcessorPhase, ProcessorStepData, inner_context
+
+__all__ = ["ProcessorAdapter"]
+
+_MESSAGE_PHASES: frozenset[ProcessorPhase] = frozenset(
+    {"input", "input_step", "output_stream", "output_step", "output_result"}
+)
+"""Phases a plain step gives a workflow on its own (the model-call phases need an inner processor)."""
+
+
+def _has_plain_steps(plan: WorkflowPlan) -> bool:
+    for stage in plan.stages:
+        for node in stage.nodes:
+            if node.kind == "step" or (node.subplan is not None and _has_plain_steps(node.subplan)):
+                return True
+    return False
+
+
+class _Hook:
+    """A hook the adapter has only when something inside runs in its phase (``None`` otherwise)."""
+
+    __slots__ = ("impl", "phase")
+
+    def __init__(self, phase: ProcessorPhase | None, impl: str) -> None:
+        self.phase = phase
+        self.impl = impl
+
+    def __get__(self, obj: ProcessorAdapter | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        wanted = obj.wants_flush if self.phase is None else self.phase in obj.phases
+        return getattr(obj, self.impl) if wanted else None
+
+
+class ProcessorAdapter:
+    """What makes a committed workflow with ``ProcessorStepSchema`` in and out a processor over its plan.
+
+    It has the hooks of the phases its steps implement (``None`` for the others, so processor lists
+    skip it there); plain steps add the five message and stream phases. A workflow with other schemas
+    takes part in no phase.
+
+    Attributes:
+        plan: The plan the hooks run.
+        phases: The phases it takes part in.
+        wants_flush: Whether an inner stream processor holds chunks back until the end of the stream.
+        process_data_parts: Whether ``data-*`` chunks reach it (when any inner processor asks for them).
+    """
+
+    id: str
+    plan: WorkflowPlan
+    phases: frozenset[ProcessorPhase]
+    wants_flush: bool
+    process_data_parts: bool
+    _stream: StreamChain | None
+
+    process_input = _Hook("input", "_input")
+    process_input_step = _Hook("input_step", "_input_step")
+    process_llm_request = _Hook("llm_request", "_llm_request")
+    process_llm_response = _Hook("llm_response", "_llm_response")
+    process_output_stream = _Hook("output_stream", "_output_stream")
+    flush_output_stream = _Hook(None, "_flush_output_stream")
+    process_output_step = _Hook("output_step", "_output_step")
+    process_output_result = _Hook("output_result", "_output_result")
+    process_api_error = _Hook("api_error", "_api_error")
+
+    def _adapt(self, plan: WorkflowPlan, *, is_processor: bool) -> None:
+        if not is_processor:
+            self.phases, self.wants_flush, self.process_data_parts, self._stream = (
+                frozenset(),
+                False,
+                False,
+                None,
+            )
+            return
+        processors = [processor for _, processor in iter_processors(plan)]
+        plain = _has_plain_steps(plan)
+        self.phases = frozenset(
+            phase
+            for phase, hook in PHASE_HOOKS.items()
+            if (plain and phase in _MESSAGE_PHASES)
+            or any(callable(getattr(p, hook, None)) for p in processors)
+        )
+        self.wants_flush = any(callable(getattr(p, "flush_output_stream", None)) for p in processors)
+        self.process_data_parts = any(bool(getattr(p, "process_data_parts", False)) for p in processors)
+        self._stream = stream_chain(plan.stages) if "output_stream" in self.phases else None
+
+    async def _run(self, data: ProcessorStepData, hook: str) -> ProcessorStepData:
+        plan = self.plan
+        if plan.lean and not is_tracing():
+            run = RunState(plan.id, request_context=data.context.request_context, lean=True)
+            out = await run_lean(plan, data, run)
+        else:
+            result = await execute_plan(plan, data, request_context=data.context.request_context)
+            if result.error is not None:
+                raise result.error
+            out = result.output
+        if not isinstance(out, ProcessorStepData):
+            raise ProcessorResultError(
+                self.id,
+                hook,
+                f"the workflow returned a {type(out).__name__}; end it with a processor step, "
+                ".map(select(...)) or .map(merge_branches()) so it returns ProcessorStepSchema",
+            )
+        return out
+
+    # -- message phases --------------------------------------------------------------------------
+
+    async def _input(self, args: ProcessInputArgs) -> MessagesResult:
+        ctx = inner_context(args)
+        out = await self._run(ProcessorStepData(phase="input", context=ctx), "process_input")
+        return _messages_result(out, args)
+
+    async def _input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult:
+        settings = StepSettings(
+            step_number=args.step_number,
+            model=args.model,
+            tools=dict(args.tools),
+            tool_choice=args.tool_choice,
+            provider_options=dict(args.provider_options),
+            steps=args.steps,
+        )
+        data = ProcessorStepData(
+            phase="input_step", context=inner_context(args), settings=settings, steps=args.steps
+        )
+        out = await self._run(data, "process_input_step")
+        final = out.settings or settings
+        result = ProcessInputStepResult(
+            model=final.model,
+            tools=final.tools,
+            tool_choice=final.tool_choice,
+            provider_options=final.provider_options,
+        )
+        if out.message_list is not args.message_list:
+            system: list[Message | str] = list(out.system_messages)
+            result.messages, result.system_messages = out.messages, system
+        return result
+
+    async def _llm_request(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | None:
+        settings = StepSettings(
+            step_number=args.step_number, model=args.model, tools=dict(args.tools), steps=args.steps
+        )
+        data = ProcessorStepData(
+            phase="llm_request",
+            context=inner_context(args),
+            settings=settings,
+            steps=args.steps,
+            prompt=args.prompt,
+        )
+        out = await self._run(data, "process_llm_request")
+        prompt = out.prompt if out.prompt is not args.prompt else None
+        if prompt is None and out.answer is None:
+            return None
+        return ProcessLLMRequestResult(prompt=prompt, chunks=out.answer)
+
+    async def _llm_response(self, args: ProcessLLMResponseArgs) -> None:
+        settings = StepSettings(step_number=args.step_number, model=args.model, steps=args.steps)
+        data = ProcessorStepData(
+            phase="llm_response",
+            context=inner_context(args),
+            settings=settings,
+            steps=args.steps,
+            chunks=args.chunks,
+            prompt=args.prompt,
+            from_cache=args.from_cache,
+        )
+        await self._run(data, "process_llm_response")
+
+    async def _api_error(self, args: ProcessAPIErrorArgs) -> ProcessAPIErrorResult | None:
+        settings = StepSettings(step_number=args.step_number, steps=args.steps)
+        data = ProcessorStepData(
+            phase="api_error",
+            context=inner_context(args),
+            settings=settings,
+            steps=args.steps,
+            error=args.error,
+        )
+        out = await self._run(data, "process_api_error")
+        return ProcessAPIErrorResult(retry=True) if out.retry_by is not None else None
+
+    async def _output_step(self, args: ProcessOutputStepArgs) -> MessagesResult:
+        step = StepResult(
+            step_number=args.step_number,
+            text=args.text,
+            tool_calls=list(args.tool_calls),
+            tool_results=list(args.tool_results),
+            finish_reason=args.finish_reason,
+            usage=args.usage,
+        )
+        data = ProcessorStepData(
+            phase="output_step", context=inner_context(args), step=step, steps=args.steps
+        )
+        return _messages_result(await self._run(data, "process_output_step"), args)
+
+    async def _output_result(self, args: ProcessOutputResultArgs) -> MessagesResult:
+        data = ProcessorStepData(phase="output_result", context=inner_context(args), result=args.result)
+        return _messages_result(await self._run(data, "process_output_result"), args)
+
+    # -- stream phase ----------------------------------------------------------------------------
+
+    def open_output_stream(self, args: ProcessOutputStreamArgs) -> _StreamSession:
+        """Open the compiled per-chunk dispatch for one stream (called by the stream runner)."""
+        assert self._stream is not None
+        return _StreamSession(self, args)
+
+    async def _output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        raise ConfigurationError(
+            f"workflow {self.id!r} keeps per-stream state, so its stream hook runs through a stream runner "
+            "(an agent, or procflow.testing.run_output_stream), not by calling process_output_stream directly"
+        )
+
+    async def _flush_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        return await self._output_stream(args)
+
+
+def _messages_result(out: ProcessorStepData, args: Any) -> MessagesResult:
+    if out.message_list is args.message_list:
+        return None
+    return {"messages": out.messages, "system_messages": out.system_messages}
+
+
+def _wrap(env_ctx: Any) -> Any:
+    def wrap(items: list[Chunk]) -> ProcessorStepData:
+        return ProcessorStepData(phase="output_stream", context=env_ctx, chunks=items)
+
+    return wrap
+
+
+def _unwrap(value: Any, node: PlanNode) -> list[Chunk]:
+    if not isinstance(value, ProcessorStepData):
+        raise ProcessorResultError(
+            node.id, "process_output_stream", f"returned a {type(value).__name__}; return ProcessorStepData"
+        )
+    return value.chunks
+
+
+class _StreamSession:
+    """One stream through a processor workflow: its parts opened once, the retry count kept in step."""
+
+    __slots__ = ("env", "retry_count", "root")
+
+    def __init__(self, workflow: ProcessorAdapter, args: ProcessOutputStreamArgs) -> None:
+        ctx = inner_context(args)
+        run = RunState(workflow.id, request_context=ctx.request_context)
+        self.env = StreamEnv(ctx, run, wrap=_wrap(ctx), unwrap=_unwrap)
+        assert workflow._stream is not None
+        self.root = workflow._stream.open(self.env)
+        self.retry_count = args.retry_count
+
+    async def process(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        """Run one chunk through the dispatch."""
+        if args.retry_count != self.retry_count:
+            self.retry_count = args.retry_count
+            self.env.set_retry_count(args.retry_count)
+        out = await self.root.push([args.part])
+        return out[0] if len(out) == 1 else (out or None)
+
+    async def flush(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        """End of stream: what the inner processors held back."""
+        return await self.root.flush() or None
