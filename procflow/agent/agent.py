@@ -16,18 +16,21 @@ from procflow.agent.output import GenerateResult, StreamOutput
 from procflow.errors import ConfigurationError
 from procflow.messages.message import Message
 from procflow.messages.message_list import MessageInput
-from procflow.messages.request_context import RequestContext
+from procflow.messages.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from procflow.models.base import LanguageModel
 from procflow.models.router import resolve_model
 from procflow.tools.tool import Tool, tool
 
-__all__ = ["DEFAULT_MAX_STEPS", "Agent"]
+__all__ = ["DEFAULT_MAX_STEPS", "Agent", "MemoryOptions"]
 
 DEFAULT_MAX_STEPS = 5
 """Model steps per call unless ``max_steps`` says otherwise (each tool round trip is one step)."""
 
 Messages = MessageInput | Sequence[MessageInput]
 """A call's input: a string (a user message), a :class:`Message`, a message dict, or a list of them."""
+
+MemoryOptions = Mapping[str, str | None]
+"""A call's ``memory=`` option: ``{"thread": "THREAD_ID", "resource": "USER_ID"}`` (resource optional)."""
 
 
 class Agent:
@@ -105,6 +108,7 @@ class Agent:
         prepare_step: PrepareStep | None = None,
         tool_choice: str | None = None,
         on_finish: OnFinish | None = None,
+        memory: MemoryOptions | None = None,
     ) -> StreamOutput:
         """Start a call whose chunks you iterate: ``async for chunk in agent.stream(...).full_stream``.
 
@@ -123,6 +127,8 @@ class Agent:
             tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
             on_finish: Called with the :class:`GenerateResult` when the call ends — completed, stopped by
                 a tripwire, or aborted by cancellation (it then runs shielded, so keep it short).
+            memory: ``{"thread": ..., "resource": ...}``: the conversation this call belongs to; stored in
+                the request context under ``THREAD_ID_KEY`` and ``RESOURCE_ID_KEY``.
         """
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ConfigurationError(f"max_steps must be a positive integer, got {max_steps!r}")
@@ -132,7 +138,7 @@ class Agent:
             model=self.model,
             resolve_model=self._resolve_model,
             tools=self.tools,
-            request_context=_context(request_context),
+            request_context=_with_memory(_context(request_context), memory),
             input_processors=self._pick(input_processors, self.input_processors, "input_processors"),
             output_processors=self._pick(output_processors, self.output_processors, "output_processors"),
             error_processors=self._pick(error_processors, self.error_processors, "error_processors"),
@@ -162,6 +168,7 @@ class Agent:
         prepare_step: PrepareStep | None = None,
         tool_choice: str | None = None,
         on_finish: OnFinish | None = None,
+        memory: MemoryOptions | None = None,
     ) -> GenerateResult:
         """Run a call to its end and return the result; takes the same options as :meth:`stream`.
 
@@ -179,6 +186,7 @@ class Agent:
             prepare_step=prepare_step,
             tool_choice=tool_choice,
             on_finish=on_finish,
+            memory=memory,
         )
         return await output.consume()
 
@@ -239,3 +247,20 @@ def _context(value: RequestContext | Mapping[str, Any] | None) -> RequestContext
     if isinstance(value, RequestContext):
         return value
     return RequestContext(value)
+
+
+def _with_memory(context: RequestContext, memory: MemoryOptions | None) -> RequestContext:
+    if memory is None:
+        return context
+    if not isinstance(memory, Mapping) or set(memory) - {"thread", "resource"}:
+        raise ConfigurationError(
+            "memory must be a mapping like {'thread': 'THREAD_ID', 'resource': 'USER_ID'}; got "
+            f"{sorted(memory) if isinstance(memory, Mapping) else type(memory).__name__}"
+        )
+    for key, name in ((THREAD_ID_KEY, "thread"), (RESOURCE_ID_KEY, "resource")):
+        value = memory.get(name)
+        if value is not None:
+            if not isinstance(value, str) or not value:
+                raise ConfigurationError(f"memory[{name!r}] must be a non-empty string")
+            context.set(key, value)
+    return context
