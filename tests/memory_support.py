@@ -46,6 +46,12 @@ class Backend:
             for statement in statements:
                 conn.execute(statement)
 
+    def another(self) -> MemoryStorage:
+        """A second storage object on the same database (another app instance)."""
+        if self.kind == "sqlite":
+            return SQLiteStorage(self.location)
+        return PostgresStorage(self.location)
+
     def fail_assistant_inserts(self) -> None:
         """Make the database reject any assistant message insert (a fault in the middle of a turn)."""
         self.sql(_FAULT_SQLITE) if self.kind == "sqlite" else self.sql(*_FAULT_POSTGRES)

@@ -9,7 +9,7 @@ from procflow.memory._embedder import Embedder
 from procflow.memory._storage import MemoryStorage, Scope, VectorHit
 from procflow.memory._turn import pending_turn, resource_of, thread_of, turn_messages
 from procflow.messages.message import Message
-from procflow.processors.args import ProcessInputArgs, ProcessOutputResultArgs
+from procflow.processors.args import ProcessInputStepArgs, ProcessOutputResultArgs
 
 __all__ = ["SEMANTIC_RECALL_ID", "SEMANTIC_RECALL_TAG", "SemanticRecall"]
 
@@ -32,9 +32,10 @@ def _range(message_range: int | tuple[int, int]) -> tuple[int, int]:
 class SemanticRecall:
     """Recalls the past messages most similar to the new input (id ``semantic-recall``).
 
-    Input (``process_input``): embeds the last new user message, finds the ``top_k`` most similar stored
-    messages (in the thread, or in every thread of the resource), and adds each with ``message_range``
-    messages around it. Recalled messages of the current thread join the ``memory`` messages, oldest
+    Input (``process_input_step``, once, before the first model call): embeds the last new user message
+    *as your input processors left it* (so a redaction also keeps the original from the embeddings
+    server), finds the ``top_k`` most similar stored messages (in the thread, or in every thread of the
+    resource), and adds each with ``message_range`` messages around it. Recalled messages of the current thread join the ``memory`` messages, oldest
     first, ahead of the recent history; those of other threads go into a system message tagged
     :data:`SEMANTIC_RECALL_TAG`. Signals are never recalled.
     Output (``process_output_result``): embeds the turn's processed user and assistant messages, so the
@@ -78,11 +79,14 @@ class SemanticRecall:
     def __repr__(self) -> str:
         return f"SemanticRecall(top_k={self.top_k}, scope={self.scope!r})"
 
-    async def process_input(self, args: ProcessInputArgs) -> None:
-        """Add the similar past messages, with their context windows, for this call."""
+    async def process_input_step(self, args: ProcessInputStepArgs) -> None:
+        """Before the first model call, add the similar past messages with their context windows."""
+        if args.state.get("recalled"):
+            return
+        args.state["recalled"] = True
         context = args.request_context
         thread = thread_of(context, self.id)
-        users = [m.text for m in args.messages if m.role == "user" and m.text.strip()]
+        users = [m.text for m in args.message_list.input if m.role == "user" and m.text.strip()]
         if not users:
             return
         (vector,) = await self.embedder.embed([users[-1]])
