@@ -1,4 +1,4 @@
-"""Transactional turns on both backends: concurrent turns on one thread, and a fault in the middle of a save."""
+"""Transactional turns on both backends: concurrent turns on one thread, a fault in the middle of a save."""
 
 from __future__ import annotations
 

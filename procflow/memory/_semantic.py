@@ -35,9 +35,10 @@ class SemanticRecall:
     Input (``process_input_step``, once, before the first model call): embeds the last new user message
     *as your input processors left it* (so a redaction also keeps the original from the embeddings
     server), finds the ``top_k`` most similar stored messages (in the thread, or in every thread of the
-    resource), and adds each with ``message_range`` messages around it. Recalled messages of the current thread join the ``memory`` messages, oldest
-    first, ahead of the recent history; those of other threads go into a system message tagged
-    :data:`SEMANTIC_RECALL_TAG`. Signals are never recalled.
+    resource), and adds each with ``message_range`` messages around it. Recalled messages of the
+    current thread join the ``memory`` messages, oldest first, ahead of the recent history; those of
+    other threads go into a system message tagged :data:`SEMANTIC_RECALL_TAG`. Signals are never
+    recalled.
     Output (``process_output_result``): embeds the turn's processed user and assistant messages, so the
     vectors describe what is stored (never a redacted original); ``MessageHistory`` saves them with the
     turn, so it must run after this processor.
