@@ -18,6 +18,7 @@ from procflow.cli.loading import LoadedPipeline, PipelineLoadError, load_pipelin
 from procflow.cli.processing import nested_processors
 from procflow.cli.violations import ViolationCollector, redaction_rules, warning_rules
 from procflow.errors import ConfigurationError, ProcflowError
+from procflow.memory import Memory, SQLiteStorage
 from procflow.messages.message import Message
 from procflow.messages.tripwire import TripwireInfo
 from procflow.models.base import ModelRequest
@@ -52,6 +53,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--instructions", default=None, help=f"system instructions (default: {INSTRUCTIONS!r})"
     )
+    parser.add_argument(
+        "--memory",
+        metavar="PATH.sqlite",
+        help="keep the conversation in this SQLite file, across runs (default: only for this run)",
+    )
+    parser.add_argument(
+        "--thread", default="chat", help="the conversation thread in --memory to continue (default: chat)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -70,11 +79,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     model = getattr(agent.model, "model_id", agent.model)
     name = args.pipeline or "the bundled guard"
     out.print(f"procflow chat — pipeline {name}, model {model}. /reset forgets, /quit leaves.")
-    return anyio.run(_loop, agent, collector, out, console)
+    return anyio.run(_loop, agent, collector, out, console, args.thread if args.memory else None)
 
 
 def _build_agent(pipeline: LoadedPipeline, args: argparse.Namespace) -> Agent:
-    memory = _ChatMemory()
+    memory: Any = Memory(storage=SQLiteStorage(args.memory)) if args.memory else _ChatMemory()
     if pipeline.kind == "agent":
         base = pipeline.target
         model = _model(args.model or base.model)
@@ -156,7 +165,19 @@ class _ChatMemory:
         return [self._save]
 
 
-async def _loop(agent: Any, collector: ViolationCollector, out: Console, err: Console) -> int:
+async def _loop(
+    agent: Any, collector: ViolationCollector, out: Console, err: Console, thread: str | None
+) -> int:
+    try:
+        return await _chat(agent, collector, out, err, thread)
+    finally:
+        if thread is not None:
+            await agent.memory.storage.aclose()
+
+
+async def _chat(
+    agent: Any, collector: ViolationCollector, out: Console, err: Console, thread: str | None
+) -> int:
     while True:
         line = await anyio.to_thread.run_sync(_read_line, abandon_on_cancel=True)
         if line is None or line.strip() in ("/quit", "/exit"):
@@ -165,14 +186,17 @@ async def _loop(agent: Any, collector: ViolationCollector, out: Console, err: Co
         if not text:
             continue
         if text == "/reset":
-            agent.memory.history.clear()
+            if thread is None:
+                agent.memory.history.clear()
+            else:
+                await agent.memory.storage.delete_thread(thread)
             out.print("(conversation forgotten)")
             continue
         collector.take()
         if not sys.stdin.isatty():  # a terminal already shows what was typed
             out.print(f"you> {text}")
         try:
-            result = await _turn(agent, text, out)
+            result = await _turn(agent, text, out, thread)
         except ProcflowError as exc:
             err.print(f"[bold red]error:[/] {escape(str(exc))}")
             continue
@@ -187,8 +211,8 @@ def _read_line() -> str | None:
     return line if line else None
 
 
-async def _turn(agent: Any, text: str, out: Console) -> Any:
-    stream = agent.stream(text)
+async def _turn(agent: Any, text: str, out: Console, thread: str | None) -> Any:
+    stream = agent.stream(text, memory=None if thread is None else {"thread": thread})
     shown: list[str] = []
     async for chunk in stream.full_stream:
         if chunk.type == "text-delta" and chunk.text:
