@@ -62,30 +62,46 @@ _VECTORS = (
 )
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('procflow_memory_schema'))"
 
-_SAVE_THREAD = """
-INSERT INTO memory_threads AS t (id, resource_id, next_seq, created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s)
-ON CONFLICT (id) DO UPDATE SET
-    next_seq = t.next_seq + excluded.next_seq,
-    updated_at = excluded.updated_at,
-    resource_id = coalesce(t.resource_id, excluded.resource_id)
-RETURNING next_seq
+# One statement saves the whole turn, so it is atomic on its own and costs one round trip. The thread's
+# row is upserted first: its lock orders concurrent turns on one thread, and its counter gives each
+# message of the turn its position.
+_SAVE_TURN = """
+WITH thread AS (
+    INSERT INTO memory_threads AS t (id, resource_id, working_memory, next_seq, created_at, updated_at)
+    VALUES (%(thread)s, %(resource)s, %(thread_wm)s, %(count)s, %(now)s, %(now)s)
+    ON CONFLICT (id) DO UPDATE SET
+        next_seq = t.next_seq + excluded.next_seq,
+        updated_at = excluded.updated_at,
+        resource_id = coalesce(t.resource_id, excluded.resource_id),
+        working_memory = coalesce(excluded.working_memory, t.working_memory)
+    RETURNING next_seq
+), saved AS (
+    INSERT INTO memory_messages (id, thread_id, resource_id, seq, role, created_at, data)
+    SELECT m.id, %(thread)s, %(resource)s, thread.next_seq - %(count)s + m.ord - 1, m.role, m.created_at,
+        m.data
+    FROM thread, unnest(%(ids)s::text[], %(roles)s::text[], %(times)s::timestamptz[], %(datas)s::text[])
+        WITH ORDINALITY AS m (id, role, created_at, data, ord)
+    ON CONFLICT (id) DO UPDATE SET role = excluded.role, data = excluded.data
+    RETURNING 1
+), resource AS (
+    INSERT INTO memory_resources AS r (id, working_memory, created_at, updated_at)
+    SELECT %(resource)s, %(resource_wm)s, %(now)s, %(now)s WHERE %(resource)s::text IS NOT NULL
+    ON CONFLICT (id) DO UPDATE SET
+        working_memory = coalesce(excluded.working_memory, r.working_memory),
+        updated_at = excluded.updated_at
+    RETURNING 1
+){vectors}
+SELECT count(*) FROM saved
 """
-_SAVE_MESSAGE = """
-INSERT INTO memory_messages (id, thread_id, resource_id, seq, role, created_at, data)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (id) DO UPDATE SET role = excluded.role, data = excluded.data
-"""
-_SAVE_VECTOR = """
-INSERT INTO memory_vectors (message_id, thread_id, resource_id, embedding) VALUES (%s, %s, %s, %s::vector)
-ON CONFLICT (message_id) DO UPDATE SET embedding = excluded.embedding
-"""
-_SAVE_RESOURCE = """
-INSERT INTO memory_resources AS r (id, working_memory, created_at, updated_at) VALUES (%s, %s, %s, %s)
-ON CONFLICT (id) DO UPDATE SET
-    working_memory = coalesce(excluded.working_memory, r.working_memory),
-    updated_at = excluded.updated_at
-"""
+_SAVE_VECTORS = """, vectors AS (
+    INSERT INTO memory_vectors (message_id, thread_id, resource_id, embedding)
+    SELECT v.id, %(thread)s, %(resource)s, v.embedding::vector
+    FROM unnest(%(vector_ids)s::text[], %(vectors)s::text[]) AS v (id, embedding)
+    ON CONFLICT (message_id) DO UPDATE SET embedding = excluded.embedding
+    RETURNING 1
+)"""
+_SAVE_PLAIN = _SAVE_TURN.format(vectors="")
+_SAVE_WITH_VECTORS = _SAVE_TURN.format(vectors=_SAVE_VECTORS)
 _SIGNALS = "(%s OR role <> 'signal')"
 
 
@@ -143,8 +159,13 @@ class PostgresStorage:
             if self._pool is None:
                 from psycopg_pool import AsyncConnectionPool
 
+                # Autocommit: every read and the turn's save are single statements (one round trip each).
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                    self._dsn or "", min_size=1, max_size=self._max_size, open=False
+                    self._dsn or "",
+                    min_size=1,
+                    max_size=self._max_size,
+                    open=False,
+                    kwargs={"autocommit": True},
                 )
                 await pool.open(wait=True)
                 self._pool = pool
@@ -186,47 +207,32 @@ class PostgresStorage:
     # -- writes ----------------------------------------------------------------------------------------
 
     async def save_turn(self, turn: Turn) -> None:
-        """Save the turn's messages, vectors and working memory in one transaction.
+        """Save the turn's messages, vectors and working memory in one statement (one transaction).
 
         The thread's row is locked first (``INSERT … ON CONFLICT DO UPDATE``), so concurrent turns on one
         thread take their message positions one after the other.
         """
         rows = [message_row(m, turn) for m in turn.messages]
-        now = datetime.now(UTC)
+        update = turn.working_memory
+        params: dict[str, Any] = {
+            "thread": turn.thread_id,
+            "resource": turn.resource_id,
+            "count": len(rows),
+            "now": datetime.now(UTC),
+            "thread_wm": update.text if update is not None and update.scope == "thread" else None,
+            "resource_wm": update.text if update is not None and update.scope == "resource" else None,
+            "ids": [r["id"] for r in rows],
+            "roles": [r["role"] for r in rows],
+            "times": [r["created_at"] for r in rows],
+            "datas": [r["data"] for r in rows],
+        }
+        if turn.vectors:
+            params["vector_ids"] = list(turn.vectors)
+            params["vectors"] = [_vector_text(v) for v in turn.vectors.values()]
         async with self._connection("save_turn") as conn:
             if turn.vectors:
                 await self._ensure_vectors(conn)
-            async with conn.transaction():
-                cursor = await conn.execute(
-                    _SAVE_THREAD, (turn.thread_id, turn.resource_id, len(rows), now, now)
-                )
-                (next_seq,) = await _one(cursor)
-                start = next_seq - len(rows)
-                async with conn.cursor() as cur:
-                    await cur.executemany(
-                        _SAVE_MESSAGE,
-                        [
-                            (
-                                r["id"],
-                                r["thread_id"],
-                                r["resource_id"],
-                                start + i,
-                                r["role"],
-                                r["created_at"],
-                                r["data"],
-                            )
-                            for i, r in enumerate(rows)
-                        ],
-                    )
-                    if turn.vectors:
-                        await cur.executemany(
-                            _SAVE_VECTOR,
-                            [
-                                (mid, turn.thread_id, turn.resource_id, _vector_text(vec))
-                                for mid, vec in turn.vectors.items()
-                            ],
-                        )
-                await _save_working_memory(conn, turn, now)
+            await conn.execute(_SAVE_WITH_VECTORS if turn.vectors else _SAVE_PLAIN, params)
 
     async def delete_thread(self, thread_id: str) -> None:
         """Forget a thread: its messages, vectors and thread-scoped working memory."""
@@ -322,24 +328,6 @@ class PostgresStorage:
             cursor = await conn.execute(sql, (_vector_text(vector), len(vector), value, top_k))
             rows = await cursor.fetchall()
         return [VectorHit(r[0], r[1], 1.0 - float(r[2])) for r in rows]
-
-
-async def _one(cursor: Any) -> Any:
-    row = await cursor.fetchone()
-    if row is None:  # pragma: no cover - RETURNING always yields the row
-        raise MemoryStorageError("no row returned", backend="postgres", operation="save_turn")
-    return row
-
-
-async def _save_working_memory(conn: AsyncConnection[Any], turn: Turn, now: datetime) -> None:
-    update = turn.working_memory
-    if update is not None and update.scope == "thread":
-        await conn.execute(
-            "UPDATE memory_threads SET working_memory = %s WHERE id = %s", (update.text, turn.thread_id)
-        )
-    if turn.resource_id is not None:
-        text = update.text if update is not None and update.scope == "resource" else None
-        await conn.execute(_SAVE_RESOURCE, (turn.resource_id, text, now, now))
 
 
 async def _has_table(conn: AsyncConnection[Any], name: str) -> bool:
