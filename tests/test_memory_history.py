@@ -209,3 +209,15 @@ def test_memory_rejects_a_storage_that_is_not_one() -> None:
     with pytest.raises(ConfigurationError, match="SQLiteStorage"):
         Memory(storage=object())  # type: ignore[arg-type]
     assert Agent  # the public Agent import is what users combine Memory with
+
+
+async def test_stream_saves_the_turn_as_the_stream_processors_left_it(backend: Backend) -> None:
+    """Through stream(), the stored answer is the redacted stream, not what the model produced."""
+    model = ScriptedModel(["write to jane.doe@example.com today"], chunk_size=3)
+    redact = RegexFilterProcessor(presets=["pii"], strategy="redact")
+    agent = Agent(id="s", model=model, memory=Memory(storage=backend.storage), output_processors=[redact])
+    output = agent.stream("where do I write?", memory=T)
+    chunks = [c.text for c in [c async for c in output.full_stream] if c.type == "text-delta"]
+    stored = await texts(backend.storage, "t-1")
+    assert stored[1] == ("assistant", "".join(chunks))
+    assert "jane.doe@example.com" not in stored[1][1]

@@ -16,6 +16,7 @@ import anyio.to_thread
 
 from procflow._logging import log
 from procflow.errors import MemoryStorageError
+from procflow.memory._sqlite_schema import SCHEMA_VERSION, migrate
 from procflow.memory._storage import (
     Scope,
     StoredThread,
@@ -29,49 +30,6 @@ from procflow.messages.message import Message
 __all__ = ["SCHEMA_VERSION", "SQLiteStorage"]
 
 _T = TypeVar("_T")
-
-_MIGRATIONS: tuple[str, ...] = (
-    # 1: threads, messages (ordered per thread by seq), resources, and message vectors.
-    """
-    CREATE TABLE memory_threads (
-        id TEXT PRIMARY KEY,
-        resource_id TEXT,
-        working_memory TEXT,
-        next_seq INTEGER NOT NULL DEFAULT 0,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL
-    );
-    CREATE INDEX memory_threads_by_resource ON memory_threads (resource_id, updated_at);
-    CREATE TABLE memory_messages (
-        id TEXT PRIMARY KEY,
-        thread_id TEXT NOT NULL,
-        resource_id TEXT,
-        seq INTEGER NOT NULL,
-        role TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        data TEXT NOT NULL
-    );
-    CREATE UNIQUE INDEX memory_messages_order ON memory_messages (thread_id, seq);
-    CREATE TABLE memory_resources (
-        id TEXT PRIMARY KEY,
-        working_memory TEXT,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL
-    );
-    CREATE TABLE memory_vectors (
-        message_id TEXT PRIMARY KEY,
-        thread_id TEXT NOT NULL,
-        resource_id TEXT,
-        dims INTEGER NOT NULL,
-        vector BLOB NOT NULL
-    );
-    CREATE INDEX memory_vectors_by_thread ON memory_vectors (thread_id);
-    CREATE INDEX memory_vectors_by_resource ON memory_vectors (resource_id);
-    """,
-)
-
-SCHEMA_VERSION = len(_MIGRATIONS)
-"""The schema version this release writes (kept in ``PRAGMA user_version``)."""
 
 _SAVE_THREAD = """
 INSERT INTO memory_threads (id, resource_id, next_seq, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -135,6 +93,8 @@ class SQLiteStorage:
     """
 
     backend = "sqlite"
+    schema_version = SCHEMA_VERSION
+    """The schema version this release creates and reads (``PRAGMA user_version``)."""
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 5.0) -> None:
         self.path = str(path)
@@ -177,7 +137,7 @@ class SQLiteStorage:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         self._vectors = loadable and _load_vec(conn)
-        _migrate(conn)
+        migrate(conn, _Transaction)
         return conn
 
     async def aclose(self) -> None:
@@ -376,25 +336,3 @@ def _load_vec(conn: Any) -> bool:
     except Exception:
         return False
     return True
-
-
-def _migrate(conn: Any) -> None:
-    """Bring the schema to :data:`SCHEMA_VERSION`, one migration per transaction."""
-    (version,) = conn.execute("PRAGMA user_version").fetchone()
-    if version > SCHEMA_VERSION:
-        raise MemoryStorageError(
-            f"the database has schema version {version}, newer than this procflow's {SCHEMA_VERSION}; "
-            "upgrade procflow",
-            backend="sqlite",
-            operation="migrate",
-        )
-    for number in range(version, SCHEMA_VERSION):
-        with _Transaction(conn):
-            # Another process may have migrated while this one waited for the write lock.
-            (current,) = conn.execute("PRAGMA user_version").fetchone()
-            if current > number:
-                continue
-            for statement in _MIGRATIONS[number].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {number + 1}")
