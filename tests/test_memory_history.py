@@ -221,3 +221,15 @@ async def test_stream_saves_the_turn_as_the_stream_processors_left_it(backend: B
     stored = await texts(backend.storage, "t-1")
     assert stored[1] == ("assistant", "".join(chunks))
     assert "jane.doe@example.com" not in stored[1][1]
+
+
+async def test_another_resource_naming_the_thread_recalls_none_of_it(backend: Backend) -> None:
+    """A call whose resource differs from the thread's never sees that resource's messages."""
+    agent, model = echo_agent(Memory(storage=backend.storage))
+    await agent.generate("my secret plan", memory=T)
+    await agent.generate("what was the plan?", memory={"thread": "t-1", "resource": "intruder"})
+    assert _prompt_texts(model) == [("user", "what was the plan?")]
+    assert await texts(backend.storage, "t-1", resource_id="user-1") == [
+        ("user", "my secret plan"),
+        ("assistant", "echo: my secret plan"),
+    ]

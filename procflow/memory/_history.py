@@ -17,7 +17,8 @@ class MessageHistory:
     """Recalls the last messages of the thread and saves each turn (id ``message-history``).
 
     Input (``process_input``): adds the thread's last ``last_messages`` messages as ``memory`` messages,
-    before the new input; persisted signals stay hidden unless ``include_signals``.
+    before the new input; persisted signals stay hidden unless ``include_signals``; with a resource id,
+    only messages saved under that resource are recalled.
     Output (``process_output_result``): saves the turn — the input and response messages as the
     processors left them (a redaction persists; the original text is never stored), plus the vectors
     and working memory other memory processors prepared — in one transaction. It runs after your
@@ -57,7 +58,10 @@ class MessageHistory:
         if not self.last_messages:
             return
         history = await self.storage.get_messages(
-            thread, last=self.last_messages, include_signals=self.include_signals
+            thread,
+            last=self.last_messages,
+            include_signals=self.include_signals,
+            resource_id=resource_of(args.request_context),
         )
         ml = args.message_list
         args.message_list.add([m for m in history if m.id not in ml], source="memory")

@@ -102,7 +102,8 @@ _SAVE_VECTORS = """, vectors AS (
 )"""
 _SAVE_PLAIN = _SAVE_TURN.format(vectors="")
 _SAVE_WITH_VECTORS = _SAVE_TURN.format(vectors=_SAVE_VECTORS)
-_SIGNALS = "(%s OR role <> 'signal')"
+# Signals only when asked; with a resource id, only that resource's messages (and those saved without one).
+_VISIBLE = "(%s OR role <> 'signal') AND (%s::text IS NULL OR resource_id IS NULL OR resource_id = %s)"
 
 
 def _vector_text(vector: Sequence[float]) -> str:
@@ -245,37 +246,54 @@ class PostgresStorage:
     # -- reads -----------------------------------------------------------------------------------------
 
     async def get_messages(
-        self, thread_id: str, *, last: int | None = None, include_signals: bool = False
+        self,
+        thread_id: str,
+        *,
+        last: int | None = None,
+        include_signals: bool = False,
+        resource_id: str | None = None,
     ) -> list[Message]:
-        """The thread's messages, oldest first; only the ``last`` ones when given; signals when asked."""
+        """The thread's messages, oldest first; only the ``last`` ones when given; signals when asked.
+
+        With ``resource_id``, only messages saved under that resource (or under none) are returned.
+        """
         sql = (
-            f"SELECT data FROM memory_messages WHERE thread_id = %s AND {_SIGNALS} ORDER BY seq DESC LIMIT %s"
+            f"SELECT data FROM memory_messages WHERE thread_id = %s AND {_VISIBLE} ORDER BY seq DESC LIMIT %s"
         )
         async with self._connection("get_messages") as conn:
-            cursor = await conn.execute(sql, (thread_id, include_signals, last))
+            cursor = await conn.execute(sql, (thread_id, include_signals, resource_id, resource_id, last))
             rows = await cursor.fetchall()
         return [load_message(row[0]) for row in reversed(rows)]
 
     async def get_context(
-        self, thread_id: str, message_id: str, *, before: int, after: int, include_signals: bool = False
+        self,
+        thread_id: str,
+        message_id: str,
+        *,
+        before: int,
+        after: int,
+        include_signals: bool = False,
+        resource_id: str | None = None,
     ) -> list[Message]:
         """A message with up to ``before`` messages before it and ``after`` after it, oldest first."""
-        base = f"SELECT data FROM memory_messages WHERE thread_id = %s AND {_SIGNALS} AND seq "
+        base = f"SELECT data FROM memory_messages WHERE thread_id = %s AND {_VISIBLE} AND seq "
         async with self._connection("get_context") as conn:
             cursor = await conn.execute(
-                "SELECT seq, data FROM memory_messages WHERE id = %s AND thread_id = %s",
-                (message_id, thread_id),
+                f"SELECT seq, data FROM memory_messages WHERE id = %s AND thread_id = %s AND {_VISIBLE}",
+                (message_id, thread_id, include_signals, resource_id, resource_id),
             )
             found = await cursor.fetchone()
             if found is None:
                 return []
             seq, data = found
             cursor = await conn.execute(
-                base + "< %s ORDER BY seq DESC LIMIT %s", (thread_id, include_signals, seq, before)
+                base + "< %s ORDER BY seq DESC LIMIT %s",
+                (thread_id, include_signals, resource_id, resource_id, seq, before),
             )
             older = await cursor.fetchall()
             cursor = await conn.execute(
-                base + "> %s ORDER BY seq ASC LIMIT %s", (thread_id, include_signals, seq, after)
+                base + "> %s ORDER BY seq ASC LIMIT %s",
+                (thread_id, include_signals, resource_id, resource_id, seq, after),
             )
             newer = await cursor.fetchall()
         rows = [*(r[0] for r in reversed(older)), data, *(r[0] for r in newer)]

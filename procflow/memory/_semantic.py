@@ -91,14 +91,15 @@ class SemanticRecall:
         if not users:
             return
         (vector,) = await self.embedder.embed([users[-1]])
-        hits = await self._search(vector, thread, resource_of(context))
+        resource = resource_of(context)
+        hits = await self._search(vector, thread, resource)
         ml = args.message_list
         seen = {m.id for m in ml.all}
         same: list[Message] = []
         others: dict[str, list[Message]] = {}
         for hit in hits:
             window = await self.storage.get_context(
-                hit.thread_id, hit.message_id, before=self.before, after=self.after
+                hit.thread_id, hit.message_id, before=self.before, after=self.after, resource_id=resource
             )
             for message in window:
                 if message.id not in seen:

@@ -54,7 +54,8 @@ ON CONFLICT (id) DO UPDATE SET
     working_memory = coalesce(excluded.working_memory, memory_resources.working_memory),
     updated_at = excluded.updated_at
 """
-_SIGNALS = "(? OR role != 'signal')"
+# Signals only when asked; with a resource id, only that resource's messages (and those saved without one).
+_VISIBLE = "(? OR role != 'signal') AND (? IS NULL OR resource_id IS NULL OR resource_id = ?)"
 
 
 def _now() -> str:
@@ -171,37 +172,54 @@ class SQLiteStorage:
     # -- reads -----------------------------------------------------------------------------------------
 
     async def get_messages(
-        self, thread_id: str, *, last: int | None = None, include_signals: bool = False
+        self,
+        thread_id: str,
+        *,
+        last: int | None = None,
+        include_signals: bool = False,
+        resource_id: str | None = None,
     ) -> list[Message]:
-        """The thread's messages, oldest first; only the ``last`` ones when given; signals when asked."""
+        """The thread's messages, oldest first; only the ``last`` ones when given; signals when asked.
+
+        With ``resource_id``, only messages saved under that resource (or under none) are returned.
+        """
         limit = -1 if last is None else max(last, 0)
-        sql = f"SELECT data FROM memory_messages WHERE thread_id = ? AND {_SIGNALS} ORDER BY seq DESC LIMIT ?"
+        sql = f"SELECT data FROM memory_messages WHERE thread_id = ? AND {_VISIBLE} ORDER BY seq DESC LIMIT ?"
 
         def read(conn: Any) -> list[Message]:
-            rows = conn.execute(sql, (thread_id, include_signals, limit)).fetchall()
+            rows = conn.execute(sql, (thread_id, include_signals, resource_id, resource_id, limit)).fetchall()
             return [load_message(row[0]) for row in reversed(rows)]
 
         return await self._run(read, "get_messages")
 
     async def get_context(
-        self, thread_id: str, message_id: str, *, before: int, after: int, include_signals: bool = False
+        self,
+        thread_id: str,
+        message_id: str,
+        *,
+        before: int,
+        after: int,
+        include_signals: bool = False,
+        resource_id: str | None = None,
     ) -> list[Message]:
         """A message with up to ``before`` messages before it and ``after`` after it, oldest first."""
 
         def read(conn: Any) -> list[Message]:
             found = conn.execute(
-                "SELECT seq, data FROM memory_messages WHERE id = ? AND thread_id = ?",
-                (message_id, thread_id),
+                f"SELECT seq, data FROM memory_messages WHERE id = ? AND thread_id = ? AND {_VISIBLE}",
+                (message_id, thread_id, include_signals, resource_id, resource_id),
             ).fetchone()
             if found is None:
                 return []
             seq, data = found
-            base = f"SELECT data FROM memory_messages WHERE thread_id = ? AND {_SIGNALS} AND seq "
+            base = f"SELECT data FROM memory_messages WHERE thread_id = ? AND {_VISIBLE} AND seq "
             older = conn.execute(
-                base + "< ? ORDER BY seq DESC LIMIT ?", (thread_id, include_signals, seq, before)
+                base + "< ? ORDER BY seq DESC LIMIT ?",
+                (thread_id, include_signals, resource_id, resource_id, seq, before),
             ).fetchall()
             newer = conn.execute(
-                base + "> ? ORDER BY seq ASC LIMIT ?", (thread_id, include_signals, seq, after)
+                base + "> ? ORDER BY seq ASC LIMIT ?",
+                (thread_id, include_signals, resource_id, resource_id, seq, after),
             ).fetchall()
             rows = [*(r[0] for r in reversed(older)), data, *(r[0] for r in newer)]
             return [load_message(row) for row in rows]

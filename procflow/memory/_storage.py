@@ -95,13 +95,29 @@ class MemoryStorage(Protocol):
         ...
 
     async def get_messages(
-        self, thread_id: str, *, last: int | None = None, include_signals: bool = False
+        self,
+        thread_id: str,
+        *,
+        last: int | None = None,
+        include_signals: bool = False,
+        resource_id: str | None = None,
     ) -> list[Message]:
-        """The thread's messages, oldest first; only the ``last`` ones when given; signals when asked."""
+        """The thread's messages, oldest first; only the ``last`` ones when given; signals when asked.
+
+        With ``resource_id``, only messages saved under that resource (or under none) are returned, so
+        a user who names another user's thread sees nothing of it.
+        """
         ...
 
     async def get_context(
-        self, thread_id: str, message_id: str, *, before: int, after: int, include_signals: bool = False
+        self,
+        thread_id: str,
+        message_id: str,
+        *,
+        before: int,
+        after: int,
+        include_signals: bool = False,
+        resource_id: str | None = None,
     ) -> list[Message]:
         """A message with up to ``before`` messages before it and ``after`` after it, oldest first."""
         ...
