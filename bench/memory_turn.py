@@ -63,7 +63,23 @@ def _agent(memory: Memory | None) -> Agent:
     return Agent(id="bench-memory", model=model, memory=memory)
 
 
-async def _rows(kind: str, storage: MemoryStorage, number: int, repeat: int) -> list[Row]:
+async def _commit_floor(dsn: str, number: int, repeat: int) -> Timing:
+    """One durable single-row write on the same server: the disk's commit (WAL flush) cost."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, n int)")
+        await conn.execute("INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING")
+
+        async def write() -> None:
+            await conn.execute("UPDATE bench_floor SET n = n + 1 WHERE id = 1")
+
+        return await time_async(write, number=number, repeat=repeat)
+
+
+async def _rows(
+    kind: str, storage: MemoryStorage, number: int, repeat: int, floor: Timing | None = None
+) -> list[Row]:
     await _fill(storage)
     bare, remembering = _agent(None), _agent(Memory(storage=storage, last_messages=HISTORY))
 
@@ -101,6 +117,9 @@ async def _rows(kind: str, storage: MemoryStorage, number: int, repeat: int) -> 
             f"{kind}: storage calls alone (get_messages(last={HISTORY}) + save_turn of 2 messages)",
             calls.median * 1000,
             "ms",
+            baseline=None if floor is None else floor.median * 1000,
+            baseline_name="" if floor is None else "one durable one-row UPDATE on the same server (ms)",
+            ratio=None if floor is None else calls.median / floor.median,
             budget=f"≤ {budget:g} ms",
             passed=calls.median * 1000 <= budget,
             spread=calls.spread,
@@ -121,7 +140,8 @@ async def run(size: str = "full") -> list[Row]:
     async with _postgres_dsn() as dsn:
         postgres = PostgresStorage(dsn)
         try:
-            rows.extend(await _rows("postgres", postgres, number, repeat))
+            floor = await _commit_floor(dsn, number, repeat)
+            rows.extend(await _rows("postgres", postgres, number, repeat, floor))
         finally:
             await postgres.aclose()
     return rows
