@@ -195,6 +195,15 @@ async def test_a_call_without_a_thread_fails_clearly(backend: Backend) -> None:
         await agent.generate("hi")
 
 
+async def test_an_unknown_memory_option_fails_clearly(backend: Backend) -> None:
+    """memory= takes 'thread' and 'resource' only; anything else is a usage error naming the keys."""
+    agent, _ = echo_agent(Memory(storage=backend.storage))
+    with pytest.raises(ConfigurationError, match="'user'"):
+        await agent.generate("hi", memory={"thread": "t-1", "user": "x"})
+    with pytest.raises(ConfigurationError, match="non-empty string"):
+        await agent.generate("hi", memory={"thread": ""})
+
+
 async def test_delete_thread_forgets_it(backend: Backend) -> None:
     """After delete_thread the thread and its messages are gone."""
     agent, _ = echo_agent(Memory(storage=backend.storage))

@@ -115,7 +115,8 @@ class PostgresStorage:
 
     Uses psycopg 3's async API with a connection pool; the schema is created and migrated on first use
     (under an advisory lock, so instances starting together migrate once). Vector search uses pgvector,
-    whose extension and table are created when vectors are first saved or searched.
+    whose extension and table are created when vectors are first saved or searched. psycopg's async API
+    runs on the asyncio backend, and the pool belongs to the event loop that first used the storage.
 
     Args:
         dsn: A libpq connection string or URL; the storage opens and owns a pool for it.
