@@ -242,3 +242,30 @@ async def test_another_resource_naming_the_thread_recalls_none_of_it(backend: Ba
         ("user", "my secret plan"),
         ("assistant", "echo: my secret plan"),
     ]
+
+
+async def test_recalled_signals_reach_the_model_as_reminders_when_asked(backend: Backend) -> None:
+    """With include_signals, a persisted signal comes back as <system-reminder> context."""
+
+    class Signals:
+        id = "signals"
+
+        async def process_input(self, args: ProcessInputArgs) -> None:
+            if args.messages[-1].text == "first":
+                await args.send_signal("the user prefers short answers")
+
+    history = MessageHistory(backend.storage, include_signals=True)
+    agent, model = echo_agent(Memory(storage=backend.storage), input_processors=[Signals(), history])
+    await agent.generate("first", memory=T)
+    await agent.generate("second", memory=T)
+    reminders = [t for role, t in _prompt_texts(model) if role == "user" and t.startswith("<system-reminder")]
+    assert reminders == ["<system-reminder>the user prefers short answers</system-reminder>"]
+
+
+async def test_an_output_processor_with_the_history_id_replaces_the_saver(backend: Backend) -> None:
+    """Your read-only MessageHistory in the output list takes the place of memory's saver."""
+    agent, _ = echo_agent(
+        Memory(storage=backend.storage), output_processors=[MessageHistory(backend.storage, read_only=True)]
+    )
+    await agent.generate("hello", memory=T)
+    assert await backend.storage.get_thread("t-1") is None
