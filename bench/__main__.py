@@ -27,6 +27,7 @@ MODULES = [
     "agent_stream",
     "mastra_peer",
     "memory",
+    "memory_turn",
     "token_limiter",
     "providers",
     "message_list",

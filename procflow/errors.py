@@ -20,6 +20,7 @@
     │   └── ToolArgumentsError (ValueError)    the model's arguments do not fit the tool's schema
     ├── PatternTimeoutError (TimeoutError)     a user regex ran past its timeout
     ├── TokenizerDataError (RuntimeError)      the offline tokenizer data is missing or not the expected file
+    ├── MemoryStorageError (RuntimeError)      memory storage failed; a turn is saved whole or not at all
     └── ModelError                             a model call failed
         ├── APICallError                       a call failed; ``kind`` says why, ``is_retryable`` if worth it
         │   ├── APIConnectionError (ConnectionError)   no answer: refused, reset, dropped or cut-short stream
@@ -59,6 +60,7 @@ __all__ = [
     "ChunkTypeError",
     "ConfigurationError",
     "InvalidResponseError",
+    "MemoryStorageError",
     "MissingAPIKeyError",
     "ModelError",
     "PatternTimeoutError",
@@ -195,6 +197,20 @@ class PatternTimeoutError(ProcflowError, TimeoutError):
             f"regex rule {rule!r} ran longer than its {timeout}s timeout; simplify the pattern (avoid nested "
             "quantifiers such as (a+)+) or raise the rule's timeout"
         )
+
+
+class MemoryStorageError(ProcflowError, RuntimeError):
+    """A memory storage failed to read or write; a failed save leaves none of the turn behind.
+
+    Attributes:
+        backend: ``"sqlite"``, ``"postgres"`` or the storage's own name.
+        operation: What was being done (``"save_turn"``, ``"get_messages"``, …).
+    """
+
+    def __init__(self, message: str, *, backend: str, operation: str) -> None:
+        self.backend = backend
+        self.operation = operation
+        super().__init__(f"memory storage ({backend}) failed to {operation}: {message}")
 
 
 class TokenizerDataError(ProcflowError, RuntimeError):

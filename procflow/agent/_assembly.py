@@ -126,8 +126,8 @@ async def build_pipelines(
     outputs = await _resolve(output_processors, request_context, what="output_processors")
     errors = await _resolve(error_processors, request_context, what="error_processors")
     if memory is not None:
-        inputs = [*memory.input_processors(request_context), *inputs]
-        outputs = [*outputs, *memory.output_processors(request_context)]
+        inputs = [*_not_replaced(memory.input_processors(request_context), inputs), *inputs]
+        outputs = [*outputs, *_not_replaced(memory.output_processors(request_context), outputs)]
     if prepare_step is not None:
         inputs.append(PrepareStepProcessor(prepare_step))
     if not any(isinstance(p, PrefillErrorHandler) for p in errors):
@@ -138,6 +138,12 @@ async def build_pipelines(
         llm=build_in(_combine([inputs], _LLM_HOOKS)),
         errors=build_all(_combine([inputs, outputs, errors], _ERROR_HOOKS)),
     )
+
+
+def _not_replaced(automatic: Sequence[Any], yours: Sequence[Any]) -> list[Any]:
+    """Memory's processors, less those whose id one of yours has (yours replaces it, where you put it)."""
+    ids = {getattr(p, "id", None) for p in yours}
+    return [p for p in automatic if getattr(p, "id", None) not in ids]
 
 
 def _combine(groups: Iterable[Sequence[Any]], hooks: tuple[str, ...]) -> list[Any]:

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_API_ERROR_RETRIES",
     "RETRY_FEEDBACK_KEY",
     "CallOptions",
+    "MemoryOptions",
     "OnFinish",
     "RunConfig",
 ]
@@ -32,6 +33,10 @@ RETRY_FEEDBACK_KEY = "procflow:processor-retry"
 
 OnFinish: TypeAlias = Callable[[GenerateResult], "Awaitable[None] | None"]
 """Called once with the result when a call ends (completed, stopped by a tripwire, or aborted)."""
+
+
+MemoryOptions = Mapping[str, str | None]
+"""A call's ``memory=`` option: ``{"thread": "THREAD_ID", "resource": "USER_ID"}`` (resource optional)."""
 
 
 class CallOptions(TypedDict, total=False):
@@ -51,6 +56,8 @@ class CallOptions(TypedDict, total=False):
         tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
         on_finish: Called with the :class:`GenerateResult` when the call ends — completed, stopped by a
             tripwire, or aborted by cancellation (it then runs shielded, so keep it short).
+        memory: ``{"thread": ..., "resource": ...}``: the conversation this call belongs to; stored in
+            the request context under ``THREAD_ID_KEY`` and ``RESOURCE_ID_KEY`` (resource optional).
     """
 
     max_steps: int
@@ -62,6 +69,7 @@ class CallOptions(TypedDict, total=False):
     prepare_step: PrepareStep | None
     tool_choice: str | None
     on_finish: OnFinish | None
+    memory: MemoryOptions | None
 
 
 CALL_OPTION_NAMES = frozenset(CallOptions.__optional_keys__)

@@ -9,7 +9,7 @@ from typing import Any, Unpack
 import anyio
 
 from procflow.agent._assembly import Processors, check_processors
-from procflow.agent._config import CALL_OPTION_NAMES, CallOptions, RunConfig
+from procflow.agent._config import CALL_OPTION_NAMES, CallOptions, MemoryOptions, RunConfig
 from procflow.agent._run import AgentRun
 from procflow.agent.memory import MemoryProcessors
 from procflow.agent.output import GenerateResult, StreamOutput
@@ -17,7 +17,7 @@ from procflow.engine.pipeline import PipelineCache
 from procflow.errors import ConfigurationError
 from procflow.messages.message import Message
 from procflow.messages.message_list import MessageInput
-from procflow.messages.request_context import RequestContext
+from procflow.messages.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from procflow.models.base import LanguageModel
 from procflow.models.router import resolve_model
 from procflow.tools.tool import Tool, tool
@@ -140,7 +140,7 @@ class Agent:
             model=self.model,
             resolve_model=self._resolve_model,
             tools=self.tools,
-            request_context=_context(options.get("request_context")),
+            request_context=_with_memory(_context(options.get("request_context")), options.get("memory")),
             input_processors=self._pick(
                 options.get("input_processors"), self.input_processors, "input_processors"
             ),
@@ -212,3 +212,20 @@ def _context(value: RequestContext | Mapping[str, Any] | None) -> RequestContext
     if isinstance(value, RequestContext):
         return value
     return RequestContext(value)
+
+
+def _with_memory(context: RequestContext, memory: MemoryOptions | None) -> RequestContext:
+    if memory is None:
+        return context
+    if not isinstance(memory, Mapping) or set(memory) - {"thread", "resource"}:
+        raise ConfigurationError(
+            "memory must be a mapping like {'thread': 'THREAD_ID', 'resource': 'USER_ID'}; got "
+            f"{sorted(memory) if isinstance(memory, Mapping) else type(memory).__name__}"
+        )
+    for key, name in ((THREAD_ID_KEY, "thread"), (RESOURCE_ID_KEY, "resource")):
+        value = memory.get(name)
+        if value is not None:
+            if not isinstance(value, str) or not value:
+                raise ConfigurationError(f"memory[{name!r}] must be a non-empty string")
+            context.set(key, value)
+    return context

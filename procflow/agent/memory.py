@@ -16,7 +16,8 @@ class MemoryProcessors(Protocol):
 
     Input order is ``[memory input processors] → [your input processors]`` (history is loaded before
     your processors see it); output order is ``[your output processors] → [memory output processors]``,
-    so an output processor's tripwire stops the chain before memory saves anything.
+    so an output processor's tripwire stops the chain before memory saves anything. A processor of
+    yours with the id of one of memory's replaces memory's own in that list.
     """
 
     def input_processors(self, request_context: RequestContext) -> Sequence[Any]:

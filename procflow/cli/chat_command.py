@@ -50,6 +50,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--instructions", default=None, help=f"system instructions (default: {INSTRUCTIONS!r})"
     )
+    parser.add_argument(
+        "--memory",
+        metavar="PATH.sqlite",
+        help="keep the conversation in this SQLite file, across runs (default: only for this run)",
+    )
+    parser.add_argument(
+        "--thread", default="chat", help="the conversation thread in --memory to continue (default: chat)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -75,13 +83,18 @@ def run(args: argparse.Namespace, console: Console) -> int:
     model = getattr(agent.model, "model_id", agent.model)
     name = args.pipeline or "the bundled guard"
     out.print(f"procflow chat — pipeline {name}, model {model}. /reset forgets, /quit leaves.")
-    return anyio.run(_loop, agent, collector, out, console)
+    return anyio.run(_loop, agent, collector, out, console, args.thread if args.memory else None)
 
 
 def _build_agent(pipeline: LoadedPipeline, args: argparse.Namespace) -> Agent:
     from procflow.agent import Agent
 
-    memory = _ChatMemory()
+    if args.memory:
+        from procflow.memory import Memory, SQLiteStorage
+
+        memory: Any = Memory(storage=SQLiteStorage(args.memory))
+    else:
+        memory = _ChatMemory()
     if pipeline.kind == "agent":
         base = pipeline.target
         model = _model(args.model or base.model)
@@ -163,7 +176,19 @@ class _ChatMemory:
         return [self._save]
 
 
-async def _loop(agent: Any, collector: ViolationCollector, out: Console, err: Console) -> int:
+async def _loop(
+    agent: Any, collector: ViolationCollector, out: Console, err: Console, thread: str | None
+) -> int:
+    try:
+        return await _chat(agent, collector, out, err, thread)
+    finally:
+        if thread is not None:
+            await agent.memory.storage.aclose()
+
+
+async def _chat(
+    agent: Any, collector: ViolationCollector, out: Console, err: Console, thread: str | None
+) -> int:
     import anyio.to_thread
     from rich.markup import escape
 
@@ -175,14 +200,17 @@ async def _loop(agent: Any, collector: ViolationCollector, out: Console, err: Co
         if not text:
             continue
         if text == "/reset":
-            agent.memory.history.clear()
+            if thread is None:
+                agent.memory.history.clear()
+            else:
+                await agent.memory.storage.delete_thread(thread)
             out.print("(conversation forgotten)")
             continue
         collector.take()
         if not sys.stdin.isatty():  # a terminal already shows what was typed
             out.print(f"you> {text}")
         try:
-            result = await _turn(agent, text, out)
+            result = await _turn(agent, text, out, thread)
         except ProcflowError as exc:
             err.print(f"[bold red]error:[/] {escape(str(exc))}")
             continue
@@ -197,8 +225,8 @@ def _read_line() -> str | None:
     return line if line else None
 
 
-async def _turn(agent: Any, text: str, out: Console) -> Any:
-    stream = agent.stream(text)
+async def _turn(agent: Any, text: str, out: Console, thread: str | None) -> Any:
+    stream = agent.stream(text, memory=None if thread is None else {"thread": thread})
     shown: list[str] = []
     async for chunk in stream.full_stream:
         if chunk.type == "text-delta" and chunk.text:

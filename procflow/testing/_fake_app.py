@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
@@ -18,7 +21,12 @@ from procflow.testing._fake_wire import (
 )
 from procflow.testing.fake_reply import FakeReply, RecordedRequest
 
-__all__ = ["FakeProviderApp"]
+__all__ = ["EMBEDDING_DIMENSIONS", "FakeProviderApp", "fake_embedding"]
+
+EMBEDDING_DIMENSIONS = 64
+"""Length of the fake ``/embeddings`` vectors unless the request asks for ``dimensions``."""
+
+_WORD = re.compile(r"\w+")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -31,6 +39,38 @@ def _protocol(path: str) -> WireProtocol | None:
     if path.endswith("/messages"):
         return "anthropic"
     return None
+
+
+def fake_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """The fake server's deterministic embedding: hashed lower-cased words, normalised to length 1.
+
+    Texts that share words are close (cosine), texts that share none are orthogonal or nearly so.
+    """
+    vector = [0.0] * dimensions
+    for word in _WORD.findall(text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        vector[int.from_bytes(digest[:4], "little") % dimensions] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vector))
+    if not norm:
+        vector[0], norm = 1.0, 1.0
+    return [x / norm for x in vector]
+
+
+def _embeddings_body(payload: Any) -> dict[str, Any]:
+    texts = payload.get("input") if isinstance(payload, dict) else None
+    texts = [texts] if isinstance(texts, str) else texts if isinstance(texts, list) else []
+    dimensions = payload.get("dimensions") or EMBEDDING_DIMENSIONS
+    data = [
+        {"object": "embedding", "index": i, "embedding": fake_embedding(str(text), int(dimensions))}
+        for i, text in enumerate(texts)
+    ]
+    tokens = sum(len(_WORD.findall(str(text))) for text in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": str(payload.get("model", "fake-embedding")),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -66,6 +106,10 @@ class FakeProviderApp:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         request = RecordedRequest(scope["method"], scope["path"], headers, await _read_body(receive))
         number = self._record(request)
+        if request.method == "POST" and request.path.endswith("/embeddings"):
+            # Embeddings are computed, not scripted: they never use up a scripted reply.
+            await _send_json(send, 200, _embeddings_body(request.json), {})
+            return
         protocol = _protocol(request.path)
         if protocol is None or request.method != "POST":
             body = {"error": {"message": f"fake provider: no endpoint {request.method} {request.path}"}}

@@ -51,8 +51,10 @@ class FakeProviderServer:
 
     It answers ``POST …/chat/completions`` (OpenAI protocol) and ``POST …/messages`` (Anthropic protocol)
     with the next scripted reply, streamed when the request asks for it. With no reply left it answers
-    HTTP 400 saying so. Use it as ``with`` / ``async with`` block, or call :meth:`start` and :meth:`stop`;
-    one server may serve many tests (:meth:`reset` between them).
+    HTTP 400 saying so. ``POST …/embeddings`` (OpenAI protocol) answers with deterministic vectors of
+    hashed words (see ``fake_embedding``) and uses up no reply. Use it as ``with`` / ``async with``
+    block, or call :meth:`start` and :meth:`stop`; one server may serve many tests (:meth:`reset` between
+    them).
 
     Args:
         replies: The initial script: replies or responders (functions of the request), played in order.
