@@ -23,6 +23,8 @@ from procflow.processors import (
 )
 from procflow.testing import FakeProviderServer, FakeReply, ScriptedModel, ScriptedStep
 
+ASYNCIO_ONLY = True  # real provider sockets: see tests/conftest.py
+
 KEY = "sk-proj-R4nd0mExampleKey0123456789abcdefGHIJ"
 ANSWER = f"Your new key is {KEY}, keep it safe."
 REDACTED = "Your new key is [API_KEY], keep it safe."

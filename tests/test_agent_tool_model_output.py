@@ -17,6 +17,8 @@ from procflow.processors import ToolCallFilter
 from procflow.testing import FakeProviderServer, FakeReply, ScriptedModel, ScriptedStep
 from procflow.tools import tool
 
+ASYNCIO_ONLY = True  # real provider sockets: see tests/conftest.py
+
 RAW = {"order": 42, "status": "shipped", "warehouse_ref": "WH-INTERNAL-9913", "lines": list(range(50))}
 
 
