@@ -1,5 +1,15 @@
 """Layer 1: the processor protocol, the typed hook arguments and results, and the built-in processors."""
 
+from procflow.processors._cache_key import ModelIdentity, ResponseCacheKeyInputs
+from procflow.processors._cost_guard import CostGuardProcessor, CostScope, CostStrategy
+from procflow.processors._prices import DEFAULT_MODEL_PRICES, ModelPrice
+from procflow.processors._response_cache import (
+    RESPONSE_CACHE_CONTEXT_KEY,
+    CacheKey,
+    KeyFunction,
+    ResponseCache,
+    build_response_cache_key,
+)
 from procflow.processors._tokens import TiktokenCounter, TokenCounter, truncate_to_tokens
 from procflow.processors.args import (
     MessagesResult,
@@ -63,18 +73,27 @@ from procflow.processors.unicode_normalizer import UnicodeNormalizer
 
 __all__ = [
     "DEFAULT_COMPAT_RULES",
+    "DEFAULT_MODEL_PRICES",
     "DEFAULT_TOOL_SEARCH_INSTRUCTIONS",
     "HOOK_NAMES",
     "LOAD_TOOL",
+    "RESPONSE_CACHE_CONTEXT_KEY",
     "SEARCH_TOOLS",
     "TOKEN_LIMIT_REACHED_CHUNK",
     "AbortFn",
     "BatchPartsProcessor",
+    "CacheKey",
     "CompatRule",
+    "CostGuardProcessor",
+    "CostScope",
+    "CostStrategy",
     "ErrorMatcher",
     "HookName",
+    "KeyFunction",
     "MessageMend",
     "MessagesResult",
+    "ModelIdentity",
+    "ModelPrice",
     "PrefillErrorHandler",
     "ProcessAPIErrorArgs",
     "ProcessAPIErrorResult",
@@ -102,6 +121,8 @@ __all__ = [
     "RegexRule",
     "RegexStrategy",
     "RegexStreamRedactor",
+    "ResponseCache",
+    "ResponseCacheKeyInputs",
     "SignalSender",
     "StreamErrorRetryProcessor",
     "StreamResult",
@@ -113,6 +134,7 @@ __all__ = [
     "TransientKind",
     "UnicodeNormalizer",
     "ViolationCallback",
+    "build_response_cache_key",
     "is_auth_error",
     "make_abort",
     "notify_violation",
