@@ -29,6 +29,7 @@ MODULES = [
     "memory",
     "token_limiter",
     "providers",
+    "cache",
 ]
 # Rows that run another framework (LangGraph; Mastra on Node.js, installed with `npm ci`): only in
 # `make bench`, never in the test suite's smoke run, which must not need the network or another runtime.

@@ -67,7 +67,7 @@ def _feed(h: Any, value: Any) -> None:
     elif isinstance(value, float):
         update(b"f" + repr(value).encode() + b";")
     elif isinstance(value, BaseModel):
-        _feed(h, value.model_dump())
+        _feed(h, value.__dict__)  # the fields, as model_dump() would give them, without copying
     elif isinstance(value, Mapping):
         items = sorted(
             ((str(k), v) for k, v in value.items() if not str(k).startswith(INTERNAL_KEY_PREFIX)),

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from procflow._logging import log
+from procflow._logging import is_tracing, log
 from procflow.cache import InMemoryServerCache, ServerCache
 from procflow.errors import CacheError, ConfigurationError
 from procflow.messages.chunk import Chunk
@@ -193,11 +193,10 @@ class ResponseCache:
         if overrides.bust:
             return None
         chunks = _decode(await self._read(key))
-        if chunks is None:
-            log.debug("response_cache_miss", processor_id=self.id, step_number=args.step_number)
-            return None
-        log.debug("response_cache_hit", processor_id=self.id, step_number=args.step_number)
-        return ProcessLLMRequestResult(chunks=chunks)
+        if is_tracing():
+            event = "response_cache_miss" if chunks is None else "response_cache_hit"
+            log.info(event, processor_id=self.id, step_number=args.step_number)
+        return None if chunks is None else ProcessLLMRequestResult(chunks=chunks)
 
     def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:
         """Note a finished step's chunks; they are written when the run succeeds."""
