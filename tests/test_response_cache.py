@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import pytest
 from _agent_support import MODES, call
+from _cache_support import backend_fixture  # noqa: F401 - provides the `backend` fixture
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from services import RedisServer
 
 from procflow import Agent, Chunk, RequestContext
-from procflow.cache import InMemoryServerCache
+from procflow.cache import InMemoryServerCache, RedisCache, ServerCache
 from procflow.messages import RESOURCE_ID_KEY
 from procflow.processors import ResponseCache
 from procflow.testing import ScriptedModel
@@ -32,8 +36,10 @@ def comparable(chunks: list[Chunk]) -> list[tuple[str, Any]]:
     return [(c.type, c.payload) for c in chunks if c.type != "finish"]
 
 
-def cached_agent(model: ScriptedModel, **options: Any) -> tuple[Agent, ResponseCache]:
-    cache = ResponseCache(cache=InMemoryServerCache(), **options)
+def cached_agent(
+    model: ScriptedModel, backend: Callable[[], ServerCache] = InMemoryServerCache, **options: Any
+) -> tuple[Agent, ResponseCache]:
+    cache = ResponseCache(cache=backend(), **options)
     return Agent(id="a", model=model, input_processors=[cache]), cache
 
 
@@ -42,10 +48,10 @@ def for_resource(resource: str) -> RequestContext:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_second_identical_request_is_replayed(mode: str) -> None:
+async def test_second_identical_request_is_replayed(mode: str, backend: Callable[[], ServerCache]) -> None:
     """The repeat does not call the model and yields the same chunks, text, usage and finish reason."""
     model = ScriptedModel(["The shop opens at nine."], chunk_size=5)
-    agent, _ = cached_agent(model)
+    agent, _ = cached_agent(model, backend)
     first = await call(agent, mode, "When do you open?")
     second = await call(agent, mode, "When do you open?")
     assert model.calls == 1
@@ -56,10 +62,10 @@ async def test_second_identical_request_is_replayed(mode: str) -> None:
     assert second.result.steps[0].from_cache and not first.result.steps[0].from_cache
 
 
-async def test_a_different_prompt_is_a_miss() -> None:
+async def test_a_different_prompt_is_a_miss(backend: Callable[[], ServerCache]) -> None:
     """Another question goes to the model."""
     model = ScriptedModel(["one", "two"])
-    agent, _ = cached_agent(model)
+    agent, _ = cached_agent(model, backend)
     assert (await agent.generate("first?")).text == "one"
     assert (await agent.generate("second?")).text == "two"
     assert model.calls == 2
@@ -78,29 +84,36 @@ async def test_entries_expire_after_ttl() -> None:
     assert (await agent.generate("Hi")).text == "new"
 
 
-async def test_resources_do_not_share_entries_by_default() -> None:
+async def test_resources_do_not_share_entries_by_default(backend: Callable[[], ServerCache]) -> None:
     """The resource id in the request context scopes entries: another user misses."""
     model = ScriptedModel(["for alice", "for bob"])
-    agent, _ = cached_agent(model)
+    agent, _ = cached_agent(model, backend)
     await agent.generate("Hi", request_context=for_resource("alice"))
     bob = await agent.generate("Hi", request_context=for_resource("bob"))
     again = await agent.generate("Hi", request_context=for_resource("alice"))
     assert (bob.text, again.text, model.calls) == ("for bob", "for alice", 2)
 
 
-@settings(max_examples=30, deadline=None)
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+@settings(max_examples=25, deadline=None)
 @given(
     prompts=st.lists(st.text(min_size=1, max_size=40), min_size=1, max_size=4),
     resources=st.lists(st.text(min_size=1, max_size=8), min_size=2, max_size=4, unique=True),
 )
-def test_two_resources_never_share_an_entry(prompts: list[str], resources: list[str]) -> None:
+def test_two_resources_never_share_an_entry(
+    kind: str, redis_server: RedisServer, prompts: list[str], resources: list[str]
+) -> None:
     """Whatever the prompts and resource ids, each resource's first ask of a prompt reaches the model."""
 
     async def run() -> None:
+        if kind == "memory":
+            store: ServerCache = InMemoryServerCache()
+        else:
+            store = RedisCache(redis_server.url, prefix=f"{uuid.uuid4().hex}:", timeout=2)
         model = ScriptedModel(
             [lambda request: f"{request.prompt[-1].text}|{len(model.requests)}"], repeat_last=True
         )
-        agent, _ = cached_agent(model)
+        agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=store)])
         seen: dict[tuple[str, str], str] = {}
         for resource in resources:
             for prompt in prompts:
@@ -109,63 +122,65 @@ def test_two_resources_never_share_an_entry(prompts: list[str], resources: list[
                 fresh = (resource, prompt) not in seen
                 assert (model.calls == calls + 1) == fresh
                 assert seen.setdefault((resource, prompt), text) == text
+        if isinstance(store, RedisCache):
+            await store.aclose()
 
     anyio.run(run)
 
 
-async def test_explicit_scope_and_shared_scope() -> None:
+async def test_explicit_scope_and_shared_scope(backend: Callable[[], ServerCache]) -> None:
     """``scope='org-123'`` groups every caller under one tenant; ``scope=None`` shares deliberately."""
     for scope in ("org-123", None):
         model = ScriptedModel(["shared answer"])
-        agent, _ = cached_agent(model, scope=scope)
+        agent, _ = cached_agent(model, backend, scope=scope)
         await agent.generate("Hi", request_context=for_resource("alice"))
         bob = await agent.generate("Hi", request_context=for_resource("bob"))
         assert (bob.text, model.calls) == ("shared answer", 1)
 
 
-async def test_per_call_scope_override() -> None:
+async def test_per_call_scope_override(backend: Callable[[], ServerCache]) -> None:
     """``ResponseCache.context(scope=...)`` replaces the scope for one request."""
     model = ScriptedModel(["a", "b"])
-    agent, _ = cached_agent(model)
+    agent, _ = cached_agent(model, backend)
     await agent.generate("Hi", request_context=ResponseCache.context(scope="team"))
     hit = await agent.generate("Hi", request_context=ResponseCache.context(scope="team"))
     other = await agent.generate("Hi", request_context=ResponseCache.context(scope="other"))
     assert (hit.text, other.text, model.calls) == ("a", "b", 2)
 
 
-async def test_bust_skips_the_read_but_writes() -> None:
+async def test_bust_skips_the_read_but_writes(backend: Callable[[], ServerCache]) -> None:
     """``bust=True`` calls the model and stores the fresh answer for the next caller."""
     model = ScriptedModel(["old", "fresh"])
-    agent, _ = cached_agent(model)
+    agent, _ = cached_agent(model, backend)
     await agent.generate("Hi")
     busted = await agent.generate("Hi", request_context=ResponseCache.context(bust=True))
     after = await agent.generate("Hi")
     assert (busted.text, after.text, model.calls) == ("fresh", "fresh", 2)
 
 
-async def test_apply_context_merges_into_an_existing_context() -> None:
+async def test_apply_context_merges_into_an_existing_context(backend: Callable[[], ServerCache]) -> None:
     """``apply_context`` keeps the caller's values and earlier overrides."""
     ctx = RequestContext({"caller-meta": {"user_id": "u-123"}})
     ResponseCache.apply_context(ctx, scope="team")
     assert ResponseCache.apply_context(ctx, bust=True) is ctx
     model = ScriptedModel(["a", "b"])
-    agent, _ = cached_agent(model)
+    agent, _ = cached_agent(model, backend)
     await agent.generate("Hi", request_context=ResponseCache.context(scope="team"))
     busted = await agent.generate("Hi", request_context=ctx)
     assert (busted.text, model.calls, ctx.get("caller-meta")) == ("b", 2, {"user_id": "u-123"})
 
 
-async def test_a_fixed_key_shares_one_entry_between_prompts() -> None:
+async def test_a_fixed_key_shares_one_entry_between_prompts(backend: Callable[[], ServerCache]) -> None:
     """A string ``key`` names the entry: another prompt with the same key is a hit."""
     model = ScriptedModel(["first"])
-    agent, _ = cached_agent(model)
+    agent, _ = cached_agent(model, backend)
     ctx = ResponseCache.context(key="faq-hours")
     await agent.generate("When do you open?", request_context=ctx)
     hit = await agent.generate("Opening hours?", request_context=ResponseCache.context(key="faq-hours"))
     assert (hit.text, model.calls) == ("first", 1)
 
 
-async def test_a_key_function_sees_the_inputs() -> None:
+async def test_a_key_function_sees_the_inputs(backend: Callable[[], ServerCache]) -> None:
     """A key function gets model, prompt, scope and step; its key decides hits."""
     seen: list[dict[str, Any]] = []
 
@@ -174,7 +189,7 @@ async def test_a_key_function_sees_the_inputs() -> None:
         return f"qa:{inputs['model']['model_id']}:{inputs['prompt'][-1].text.lower()}"
 
     model = ScriptedModel(["answer"])
-    agent, _ = cached_agent(model, key=key)
+    agent, _ = cached_agent(model, backend, key=key)
     await agent.generate("HELLO")
     hit = await agent.generate("hello")
     assert (hit.text, model.calls) == ("answer", 1)
@@ -182,27 +197,29 @@ async def test_a_key_function_sees_the_inputs() -> None:
     assert seen[0]["step_number"] == 0 and seen[0]["scope"] is None
 
 
-async def test_a_failing_key_function_falls_back_to_the_default_key() -> None:
+async def test_a_failing_key_function_falls_back_to_the_default_key(
+    backend: Callable[[], ServerCache],
+) -> None:
     """A key function that raises still caches, under the derived key."""
 
     def broken(inputs: Any) -> str:
         raise RuntimeError("boom")
 
     model = ScriptedModel(["answer"])
-    agent, _ = cached_agent(model, key=broken)
+    agent, _ = cached_agent(model, backend, key=broken)
     await agent.generate("Hi")
     hit = await agent.generate("Hi")
     assert (hit.text, model.calls) == ("answer", 1)
 
 
-async def test_an_async_key_function_is_awaited() -> None:
+async def test_an_async_key_function_is_awaited(backend: Callable[[], ServerCache]) -> None:
     """Key functions may be ``async``."""
 
     async def key(inputs: Any) -> str:
         return "same"
 
     model = ScriptedModel(["answer"])
-    agent, _ = cached_agent(model, key=key)
+    agent, _ = cached_agent(model, backend, key=key)
     await agent.generate("one")
     assert (await agent.generate("two")).text == "answer"
     assert model.calls == 1

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from _agent_support import MODES, call
+from _cache_support import backend_fixture  # noqa: F401 - provides the `backend` fixture
 
 from procflow import Agent, APICallError, Chunk
-from procflow.cache import InMemoryServerCache
+from procflow.cache import InMemoryServerCache, ServerCache
 from procflow.processors import ProcessOutputStepArgs, ResponseCache
 from procflow.testing import ScriptedModel, ScriptedStep
 from procflow.tools import tool
@@ -19,7 +21,9 @@ def comparable(chunks: list[Chunk]) -> list[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_tool_loop_is_replayed_without_running_the_tool(mode: str) -> None:
+async def test_a_tool_loop_is_replayed_without_running_the_tool(
+    mode: str, backend: Callable[[], ServerCache]
+) -> None:
     """Both steps come from the cache: the tool does not run again and its result is the stored one."""
     runs: list[str] = []
 
@@ -30,7 +34,7 @@ async def test_a_tool_loop_is_replayed_without_running_the_tool(mode: str) -> No
         return f"Parcel {parcel_id} is in Lyon (check #{len(runs)})."
 
     model = ScriptedModel([ScriptedStep(tool_calls=[("track_parcel", {"parcel_id": "P-17"})]), "In Lyon."])
-    cache = ResponseCache(cache=InMemoryServerCache())
+    cache = ResponseCache(cache=backend())
     agent = Agent(id="tracker", model=model, tools=[track_parcel], input_processors=[cache])
     first = await call(agent, mode, "Where is P-17?")
     second = await call(agent, mode, "Where is P-17?")
@@ -43,10 +47,10 @@ async def test_a_tool_loop_is_replayed_without_running_the_tool(mode: str) -> No
     assert tool_message.content.parts[0].result == "Parcel P-17 is in Lyon (check #1)."  # type: ignore[union-attr]
 
 
-async def test_a_model_error_is_not_cached() -> None:
+async def test_a_model_error_is_not_cached(backend: Callable[[], ServerCache]) -> None:
     """A provider failure writes nothing: the next call asks the model again."""
     model = ScriptedModel([APICallError("down", status_code=500), "recovered"])
-    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=InMemoryServerCache())])
+    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=backend())])
     with pytest.raises(APICallError):
         await agent.generate("Hi")
     assert (await agent.generate("Hi")).text == "recovered"
@@ -54,10 +58,10 @@ async def test_a_model_error_is_not_cached() -> None:
 
 
 @pytest.mark.parametrize("reason", ["content-filter", "length", "error"])
-async def test_an_abnormal_finish_is_not_cached(reason: str) -> None:
+async def test_an_abnormal_finish_is_not_cached(reason: str, backend: Callable[[], ServerCache]) -> None:
     """Only ``stop`` and ``tool-calls`` steps are stored."""
     model = ScriptedModel([ScriptedStep(text="cut", finish_reason=reason), "whole"])  # type: ignore[arg-type]
-    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=InMemoryServerCache())])
+    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=backend())])
     await agent.generate("Hi")
     assert (await agent.generate("Hi")).text == "whole"
 
@@ -76,13 +80,13 @@ class RejectFirst:
             args.abort("not allowed")
 
 
-async def test_a_tripped_run_is_not_cached() -> None:
+async def test_a_tripped_run_is_not_cached(backend: Callable[[], ServerCache]) -> None:
     """An output guard's tripwire after the model answered leaves no entry behind."""
     model = ScriptedModel(["blocked answer", "good answer"])
     agent = Agent(
         id="a",
         model=model,
-        input_processors=[ResponseCache(cache=InMemoryServerCache())],
+        input_processors=[ResponseCache(cache=backend())],
         output_processors=[RejectFirst()],
     )
     tripped = await agent.generate("Hi")
@@ -92,13 +96,15 @@ async def test_a_tripped_run_is_not_cached() -> None:
     assert model.calls == 2
 
 
-async def test_a_rejected_then_retried_step_stores_only_the_accepted_answer() -> None:
+async def test_a_rejected_then_retried_step_stores_only_the_accepted_answer(
+    backend: Callable[[], ServerCache],
+) -> None:
     """With processor retries, only the answer that passed the guard is written."""
     model = ScriptedModel(["bad", "good"])
     agent = Agent(
         id="a",
         model=model,
-        input_processors=[ResponseCache(cache=InMemoryServerCache())],
+        input_processors=[ResponseCache(cache=backend())],
         output_processors=[RetryFirst()],
         max_processor_retries=1,
     )
@@ -131,10 +137,10 @@ async def test_stored_entries_are_plain_json() -> None:
     assert entry["chunks"][-1]["payload"]["finish_reason"] == "stop"
 
 
-async def test_memory_history_changes_the_key() -> None:
+async def test_memory_history_changes_the_key(backend: Callable[[], ServerCache]) -> None:
     """The key is over the resolved prompt: earlier history makes it a different request."""
     model = ScriptedModel(["a", "b"])
-    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=InMemoryServerCache())])
+    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=backend())])
     await agent.generate("Hi")
     history = [{"role": "user", "content": "Earlier question"}, {"role": "assistant", "content": "Earlier"}]
     assert (await agent.generate([*history, {"role": "user", "content": "Hi"}])).text == "b"
