@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from procflow._logging import log
 from procflow.cache._codec import Codec, Serializer
 from procflow.errors import CacheBackendError, ConfigurationError
 
@@ -45,19 +44,13 @@ async def guarded(backend: str, operation: str, limit: float, call: Callable[[],
         with anyio.fail_after(limit):
             return await call()
     except TimeoutError as exc:
-        log.warning("cache_backend_error", backend=backend, operation=operation, error="timeout")
         raise CacheBackendError(backend, operation, f"no answer within {limit}s") from exc
     except (OSError, RuntimeError) as exc:
-        raise _backend_error(backend, operation, exc) from exc
+        raise CacheBackendError(backend, operation, type(exc).__name__) from exc
     except Exception as exc:
         if type(exc).__module__.startswith("redis"):
-            raise _backend_error(backend, operation, exc) from exc
+            raise CacheBackendError(backend, operation, type(exc).__name__) from exc
         raise
-
-
-def _backend_error(backend: str, operation: str, exc: Exception) -> CacheBackendError:
-    log.warning("cache_backend_error", backend=backend, operation=operation, error=type(exc).__name__)
-    return CacheBackendError(backend, operation, type(exc).__name__)
 
 
 class RedisCache:
@@ -66,10 +59,12 @@ class RedisCache:
     Entries live under ``prefix`` with Redis's own expiry (``PX``), so nothing here needs a timer.
     Values are JSON (default) or msgpack; never pickle. Every call is bounded by ``timeout``; a failure
     raises :class:`~procflow.errors.CacheBackendError`, which ``ResponseCache`` logs and treats as a miss.
+    redis-py's asyncio client needs the asyncio event loop (under trio every call fails that way).
 
     Args:
         url: A ``redis://`` URL (a client is created with short timeouts); or pass ``client``.
-        client: An existing ``redis.asyncio.Redis`` (its own timeouts apply, bounded by ``timeout``).
+        client: An existing ``redis.asyncio.Redis`` (its own timeouts apply, bounded by ``timeout``;
+            leave ``decode_responses`` off, values are bytes).
         prefix: Prepended to every key, so one Redis database can hold several caches.
         serializer: ``"json"`` or ``"msgpack"``.
         timeout: Seconds per operation before it counts as failed.
