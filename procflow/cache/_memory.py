@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -20,8 +21,9 @@ class InMemoryServerCache:
 
     Expired entries are dropped when they are read (or evicted as least recently used), so no timer
     task runs.
-    Values are stored encoded (JSON by default), exactly as :class:`RedisCache` stores them: a value
-    that is not plain data fails here too, and readers always get a fresh copy.
+    Values go through the same encoding as :class:`RedisCache` (JSON by default): a value that is not
+    plain data fails here too, what comes back is what Redis would return, and readers always get a
+    fresh copy.
 
     Args:
         max_entries: Entries kept at most; the least recently used one is evicted beyond it.
@@ -62,12 +64,15 @@ class InMemoryServerCache:
             del self._entries[key]
             return None
         self._entries.move_to_end(key)
-        return self._codec.decode(data)
+        return marshal.loads(data)
 
     async def set(self, key: str, value: Any, ttl: float | None = None) -> None:
         """Store ``value`` for ``ttl`` seconds (default: ``default_ttl``); evict beyond ``max_entries``."""
         _check_ttl(ttl)
-        data = self._codec.encode(value)
+        # Round-trip through the codec as Redis would (refusing what it cannot store, turning tuples into
+        # lists…), then keep the result in marshal form: copying it out on every read is 2-3x cheaper
+        # than decoding JSON. The bytes never leave this process, so no untrusted data is unmarshalled.
+        data = marshal.dumps(self._codec.decode(self._codec.encode(value)))
         ttl = self.default_ttl if ttl is None else ttl
         expires = None if ttl is None else self._clock() + ttl
         entries = self._entries

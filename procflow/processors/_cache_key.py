@@ -40,51 +40,55 @@ class ResponseCacheKeyInputs(TypedDict):
 def build_key(inputs: Mapping[str, Any]) -> str:
     """``rc1:<sha256>`` over ``inputs``: dict order and procflow-internal keys do not matter.
 
-    Strings are hashed by their UTF-8 bytes without building one big JSON document (a 100 KB prompt is
-    read once); ``bytes`` anywhere (inline images or files) enter as the digest of their contents.
+    Strings enter as their UTF-8 bytes with a length prefix (no JSON document is built, so a 100 KB
+    prompt is encoded and hashed once); ``bytes`` anywhere (inline images or files) enter as the
+    digest of their contents.
     """
-    h = hashlib.sha256()
-    _feed(h, inputs)
-    return f"{KEY_VERSION}:{h.hexdigest()}"
+    out: list[bytes] = []
+    _feed(out, inputs)
+    digest = hashlib.sha256(b"".join(out)).hexdigest()
+    return f"{KEY_VERSION}:{digest}"
 
 
 def _first(item: tuple[str, Any]) -> str:
     return item[0]
 
 
-def _feed(h: Any, value: Any) -> None:
-    update = h.update
-    if isinstance(value, str):
+def _feed(out: list[bytes], value: Any) -> None:
+    kind = type(value)
+    if kind is str or (kind is not dict and kind is not list and isinstance(value, str)):
         data = value.encode("utf-8", "surrogatepass")
-        update(b"s%d:" % len(data))
-        update(data)
-    elif value is None:
-        update(b"n")
-    elif value is True or value is False:
-        update(b"T" if value else b"F")
-    elif isinstance(value, int):
-        update(b"i%d;" % value)
-    elif isinstance(value, float):
-        update(b"f" + repr(value).encode() + b";")
-    elif isinstance(value, BaseModel):
-        _feed(h, value.__dict__)  # the fields, as model_dump() would give them, without copying
-    elif isinstance(value, Mapping):
+        out.append(b"s%d:" % len(data))
+        out.append(data)
+    elif kind is dict or (kind is not list and isinstance(value, Mapping)):
         items = sorted(
             ((str(k), v) for k, v in value.items() if not str(k).startswith(INTERNAL_KEY_PREFIX)),
             key=_first,
         )
-        update(b"{%d:" % len(items))
+        out.append(b"{%d:" % len(items))
         for k, v in items:
-            _feed(h, k)
-            _feed(h, v)
-        update(b"}")
-    elif isinstance(value, bytes | bytearray | memoryview):
-        update(b"b" + hashlib.sha256(value).digest())
-    elif isinstance(value, Sequence):
-        update(b"[%d:" % len(value))
+            _feed(out, k)
+            _feed(out, v)
+        out.append(b"}")
+    elif kind is list or kind is tuple:
+        out.append(b"[%d:" % len(value))
         for item in value:
-            _feed(h, item)
-        update(b"]")
+            _feed(out, item)
+        out.append(b"]")
+    elif value is None:
+        out.append(b"n")
+    elif kind is bool:
+        out.append(b"T" if value else b"F")
+    elif isinstance(value, BaseModel):
+        _feed(out, value.__dict__)  # the fields, as model_dump() would give them, without copying
+    elif isinstance(value, int):
+        out.append(b"i%d;" % value)
+    elif isinstance(value, float):
+        out.append(b"f" + repr(value).encode() + b";")
+    elif isinstance(value, bytes | bytearray | memoryview):
+        out.append(b"b" + hashlib.sha256(value).digest())
+    elif isinstance(value, Sequence):
+        _feed(out, list(value))
     else:
         raise ConfigurationError(
             f"cannot derive a cache key from a {type(value).__name__}: key inputs must be JSON-like data "

@@ -255,6 +255,8 @@ class ResponseCache:
         return context.resource_id
 
     async def _read(self, key: str) -> Any | None:
+        if type(self.cache) is InMemoryServerCache:  # no I/O: no timeout scope needed
+            return await self.cache.get(key)
         with anyio.move_on_after(self.timeout) as scope:
             try:
                 return await self.cache.get(key)
@@ -314,12 +316,10 @@ def _decode(entry: Any) -> list[Chunk] | None:
     raw = entry.get("chunks")
     if not isinstance(raw, list):
         return None
-    chunks: list[Chunk] = []
-    for item in raw:
-        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            return None
-        payload = item.get("payload")
-        chunks.append(
-            Chunk(item["type"], payload if isinstance(payload, dict) else {}, bool(item.get("transient")))
-        )
+    try:
+        chunks = [Chunk(item["type"], item["payload"], item.get("transient", False)) for item in raw]
+    except (TypeError, KeyError):
+        return None
+    if not all(type(c.type) is str and type(c.payload) is dict for c in chunks):
+        return None
     return chunks
