@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -12,7 +13,14 @@ from procflow.cache import InMemoryCounterStore, InMemoryServerCache
 from procflow.errors import ConfigurationError
 from procflow.messages import RESOURCE_ID_KEY, THREAD_ID_KEY
 from procflow.messages.results import Usage
-from procflow.processors import DEFAULT_MODEL_PRICES, CostGuardProcessor, ModelPrice, ResponseCache
+from procflow.processors import (
+    DEFAULT_MODEL_PRICES,
+    CostGuardProcessor,
+    ModelPrice,
+    ProcessInputArgs,
+    ResponseCache,
+)
+from procflow.processors._cost_guard import JUDGE_USAGE_KEY
 from procflow.testing import ScriptedModel, ScriptedStep
 from procflow.tools import tool
 
@@ -188,3 +196,35 @@ def test_bad_options_say_what_to_change(options: dict[str, Any], message: str) -
     """Invalid options raise ConfigurationError naming the option."""
     with pytest.raises(ConfigurationError, match=message):
         CostGuardProcessor(**options)
+
+
+@dataclass
+class JudgeRecord:
+    """The shape LLM-backed guards record for each judge call."""
+
+    processor_id: str
+    provider: str
+    model_id: str
+    usage: Usage
+
+
+class FakeJudge:
+    """An input guard that 'called' a judge model costing $1."""
+
+    id = "fake-judge"
+
+    def process_input(self, args: ProcessInputArgs) -> None:
+        records = args.request_context.get(JUDGE_USAGE_KEY) or []
+        records.append(JudgeRecord(self.id, "scripted", "judge-model", Usage(input_tokens=1)))
+        args.request_context.set(JUDGE_USAGE_KEY, records)
+
+
+async def test_guard_judge_calls_count_towards_the_budget() -> None:
+    """Usage that LLM-backed guards record for their judge calls is priced and added to the spend."""
+    prices = {**DOLLAR_PER_TOKEN, "judge-model": ModelPrice(input=1_000_000, output=0)}
+    guard = CostGuardProcessor(max_cost=4, scope="resource", prices=prices, warn_at_percent=None)
+    model = one_dollar_steps()
+    agent = Agent(id="a", model=model, input_processors=[FakeJudge(), guard])
+    results = [await agent.generate("Hi", request_context=user("u")) for _ in range(3)]
+    assert [r.tripwire is None for r in results] == [True, True, False]  # $2 per request: judge + answer
+    assert model.calls == 2

@@ -47,12 +47,14 @@ def _replayed_result(chunk: Chunk) -> ToolResult:
     """A ``tool-result`` chunk an answering processor (a cache) supplied, as the step's tool result."""
     p = chunk.payload
     args = p.get("args")
+    extra = {"model_output": p["model_output"]} if p.get("model_output") is not None else {}
     return ToolResult(
         str(p.get("tool_call_id", "")),
         str(p.get("tool_name", "")),
         dict(args) if isinstance(args, dict) else {},
         p.get("result"),
         bool(p.get("is_error", False)),
+        **extra,
     )
 
 

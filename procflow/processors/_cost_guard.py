@@ -23,6 +23,9 @@ CostStrategy = Literal["block", "warn"]
 """``block`` stops model calls once the limit is reached; ``warn`` only reports it."""
 
 _NANO = 1_000_000_000
+JUDGE_USAGE_KEY = "procflow__judge_usage"
+"""Request-context list where LLM-backed guards record their judge calls (provider, model_id, usage);
+the guard prices those too."""
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _MAX_WINDOW = 366 * 86400
@@ -52,7 +55,9 @@ class CostGuardProcessor:
     window's spend is read, and with ``strategy="block"`` a spend at or over ``max_cost`` stops the call
     with a tripwire. ``on_violation`` fires at most once per request for the soft threshold
     (``warn_at_percent``) and once for the hard one, with the spend in ``detail``. A model missing
-    from the table is logged once (``cost_guard_unknown_model``) and its calls are not counted.
+    from the table is logged once (``cost_guard_unknown_model``) and its calls are not counted. The
+    judge calls of LLM-backed guards (recorded under ``JUDGE_USAGE_KEY`` in the request context) are
+    priced and counted too, at the next model call or step end.
 
     Args:
         max_cost: The limit in dollars.
@@ -101,7 +106,8 @@ class CostGuardProcessor:
 
     async def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
         """Before the model call: block (or report) once the window's spend reached ``max_cost``."""
-        spent = await self._spent(args)
+        judged = self._judge_cost(args)
+        spent = await (self._add(args, judged) if judged > 0 else self._spent(args))
         if spent is None:
             return
         if spent >= self.max_cost and self.strategy == "block":
@@ -117,22 +123,72 @@ class CostGuardProcessor:
         """After a model step: price its usage and add it to the window (cache replays cost nothing)."""
         if args.from_cache:
             return
-        cost = self._cost(args)
-        if cost is None or cost <= 0:
+        cost = self._step_cost(args) + self._judge_cost(args)
+        if cost <= 0:
             return
+        spent = await self._add(args, cost)
+        if spent is not None:
+            await self._report(args, spent)
+
+    # -- spend -------------------------------------------------------------------------------------
+
+    async def _add(self, args: ProcessorArgs, cost: float) -> float | None:
+        """Add ``cost`` to the run and to the store; return the window's spend (``None``: store down)."""
         amount = round(cost * _NANO)
         args.state["run"] = args.state.get("run", 0) + amount
         key = self._key(args)
         if key is None:
-            spent: float | None = args.state["run"] / _NANO
-        else:
-            try:
-                spent = await self.store.add(key, amount, window=self.window_seconds) / _NANO
-            except CacheError as exc:
-                log.warning("cost_guard_store_unavailable", processor_id=self.id, error=type(exc).__name__)
-                return
-        if spent is not None:
-            await self._report(args, spent)
+            return float(args.state["run"]) / _NANO
+        try:
+            return await self.store.add(key, amount, window=self.window_seconds) / _NANO
+        except CacheError as exc:
+            log.warning("cost_guard_store_unavailable", processor_id=self.id, error=type(exc).__name__)
+            return None
+
+    def _step_cost(self, args: ProcessLLMResponseArgs) -> float:
+        finish = next((c for c in reversed(args.chunks) if c.type == "finish"), None)
+        if finish is None:
+            return 0.0
+        model = args.model
+        provider = str(getattr(model, "provider", "") or "")
+        model_id = str(getattr(model, "model_id", "") or "")
+        return self._price(provider, model_id, finish.payload.get("usage"))
+
+    def _judge_cost(self, args: ProcessorArgs) -> float:
+        """What LLM-backed guards spent on their judge calls since last time (their usage records)."""
+        records = args.request_context.get(JUDGE_USAGE_KEY)
+        if not isinstance(records, list):
+            return 0.0
+        seen = args.state.get("judged", 0)
+        args.state["judged"] = len(records)
+        return sum(
+            self._price(
+                str(getattr(r, "provider", "") or ""),
+                str(getattr(r, "model_id", "") or ""),
+                getattr(r, "usage", None),
+            )
+            for r in records[seen:]
+        )
+
+    def _price(self, provider: str, model_id: str, usage: Any) -> float:
+        usage = usage if isinstance(usage, Usage) else _usage(usage)
+        price = find_price(self.prices, provider=provider, model_id=model_id)
+        if price is None:
+            name = f"{provider}/{model_id}"
+            if name not in self._unknown:
+                self._unknown.add(name)
+                log.warning(
+                    "cost_guard_unknown_model",
+                    processor_id=self.id,
+                    model=name,
+                    fix="CostGuardProcessor(prices={'<model id>': ModelPrice(input=..., output=...)})",
+                )
+            return 0.0
+        return price.cost(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_input_tokens=usage.cached_input_tokens,
+        )
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -159,33 +215,6 @@ class CostGuardProcessor:
         except CacheError as exc:
             log.warning("cost_guard_store_unavailable", processor_id=self.id, error=type(exc).__name__)
             return None
-
-    def _cost(self, args: ProcessLLMResponseArgs) -> float | None:
-        finish = next((c for c in reversed(args.chunks) if c.type == "finish"), None)
-        if finish is None:
-            return None
-        usage = finish.payload.get("usage")
-        usage = usage if isinstance(usage, Usage) else _usage(usage)
-        model = args.model
-        provider = str(getattr(model, "provider", "") or "")
-        model_id = str(getattr(model, "model_id", "") or "")
-        price = find_price(self.prices, provider=provider, model_id=model_id)
-        if price is None:
-            name = f"{provider}/{model_id}"
-            if name not in self._unknown:
-                self._unknown.add(name)
-                log.warning(
-                    "cost_guard_unknown_model",
-                    processor_id=self.id,
-                    model=name,
-                    fix="CostGuardProcessor(prices={'<model id>': ModelPrice(input=..., output=...)})",
-                )
-            return None
-        return price.cost(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cached_input_tokens=usage.cached_input_tokens,
-        )
 
     async def _report(self, args: ProcessorArgs, spent: float) -> None:
         """Fire ``on_violation`` once per request for each threshold the spend reached.

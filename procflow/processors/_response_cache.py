@@ -306,6 +306,9 @@ def _tool_result_dict(result: ToolResult) -> dict[str, Any]:
         "result": result.result,
         "is_error": result.is_error,
     }
+    model_output = getattr(result, "model_output", None)  # what the model was shown, when the tool says
+    if model_output is not None:
+        payload["model_output"] = model_output
     return {"type": "tool-result", "payload": payload}
 
 
