@@ -241,3 +241,19 @@ async def test_a_slow_backend_is_a_miss_after_the_timeout() -> None:
     agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=HangingCache(), timeout=0.05)])
     assert (await agent.generate("Hi")).text == "a"
     assert (await agent.generate("Hi")).text == "b"
+
+
+async def test_a_fixed_key_stays_within_the_tenant_scope(backend: Callable[[], ServerCache]) -> None:
+    """Two users with the same string key keep separate entries unless ``scope=None`` shares it."""
+    model = ScriptedModel(["for alice", "for bob", "shared"])
+    agent, _ = cached_agent(model, backend)
+
+    def ctx(resource: str, **options: Any) -> RequestContext:
+        context = for_resource(resource)
+        return ResponseCache.apply_context(context, key="faq", **options)
+
+    await agent.generate("Hi", request_context=ctx("alice"))
+    assert (await agent.generate("Hi", request_context=ctx("bob"))).text == "for bob"
+    await agent.generate("Hi", request_context=ctx("alice", scope=None))
+    assert (await agent.generate("Hi", request_context=ctx("bob", scope=None))).text == "shared"
+    assert model.calls == 3

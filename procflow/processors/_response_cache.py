@@ -110,7 +110,8 @@ class ResponseCache:
         ttl: Seconds an entry lives (``None``: the backend's default, for the in-memory cache forever).
         agent_id: Part of the default key; set it when several agents share one backend.
         key: A fixed key, or a function of the key inputs; a function that raises (or returns no
-            string) falls back to the default key.
+            string) falls back to the default key. A fixed key is still kept apart per scope (pass
+            ``scope=None`` too to share it); a function decides for itself (it gets ``scope``).
         scope: The tenant the entries belong to. By default, the request's resource id
             (``RequestContext.resource_id``, set by memory), so users never see each other's entries;
             a string for an explicit tenant; ``None`` to share entries between every caller.
@@ -233,7 +234,7 @@ class ResponseCache:
         )
         custom = self.key if overrides.key is _UNSET else overrides.key
         if isinstance(custom, str):
-            return custom if args.step_number == 0 else f"{custom}#{args.step_number}"
+            return _fixed_key(custom, args.step_number, scope)
         if custom is not None:
             try:
                 made = custom(inputs)
@@ -275,6 +276,12 @@ class ResponseCache:
                 log.warning("response_cache_write_failed", processor_id=self.id, error=type(exc).__name__)
         if scope.cancelled_caught:
             log.warning("response_cache_write_failed", processor_id=self.id, error="timeout")
+
+
+def _fixed_key(key: str, step_number: int, scope: str | None) -> str:
+    """A string key names the request: later steps get ``#n``; a scope keeps tenants apart."""
+    key = key if step_number == 0 else f"{key}#{step_number}"
+    return key if scope is None else f"scope{len(scope)}:{scope}:{key}"
 
 
 def _identity(model: Any) -> ModelIdentity:
