@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio
 from services import start_redis
 
-from procflow.cache import RedisCache, ServerCache
+from procflow.cache import RedisCache, RedisCounterStore, ServerCache
 from procflow.errors import CacheBackendError, CacheValueError, ConfigurationError
 
 
@@ -96,3 +96,30 @@ async def test_url_or_client_exactly_one() -> None:
     """RedisCache needs a URL or a client, not both and not neither."""
     with pytest.raises(ConfigurationError, match="exactly one"):
         RedisCache()
+
+
+def test_one_cache_serves_several_event_loops(redis_url: str) -> None:
+    """A cache made from a URL keeps working when a script runs a new event loop per call."""
+    cache = RedisCache(redis_url)
+
+    async def write() -> None:
+        async with cache:
+            await cache.set("k", "v")
+
+    async def read() -> object:
+        async with cache:
+            return await cache.get("k")
+
+    anyio.run(write)
+    assert anyio.run(read) == "v"
+
+
+def test_one_counter_store_serves_several_event_loops(redis_url: str) -> None:
+    """The counter store's client and script follow the running event loop too."""
+    store = RedisCounterStore(redis_url)
+
+    async def add() -> int:
+        async with store:
+            return await store.add("k", 2, window=60)
+
+    assert [anyio.run(add), anyio.run(add)] == [2, 4]

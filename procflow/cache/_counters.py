@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from procflow.cache._redis import DEFAULT_REDIS_TIMEOUT, guarded, redis_client
+from procflow.cache._redis import DEFAULT_REDIS_TIMEOUT, RedisConnection, guarded
 from procflow.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -118,16 +118,16 @@ class RedisCounterStore:
         timeout: float = DEFAULT_REDIS_TIMEOUT,
         clock: Clock = time.time,
     ) -> None:
-        if (url is None) == (client is None):
-            raise ConfigurationError(
-                "RedisCounterStore needs exactly one of url='redis://…' or client=Redis(...)"
-            )
         self.prefix = prefix
         self.timeout = float(timeout)
         self._clock = clock
-        self._owned = client is None
-        self.client: Redis = client if client is not None else redis_client(str(url), timeout=self.timeout)
-        self._script: Any = self.client.register_script(_ADD_AND_SUM)
+        self._connection = RedisConnection(url, client, timeout=self.timeout, what="RedisCounterStore")
+        self._scripts: tuple[Any, Any] | None = None
+
+    @property
+    def client(self) -> Redis:
+        """The redis-py client in use (for the running event loop)."""
+        return self._connection.client
 
     async def add(self, key: str, amount: int, *, window: float) -> int:
         """Atomically add ``amount`` now and return the windowed total."""
@@ -139,8 +139,13 @@ class RedisCounterStore:
 
     async def aclose(self) -> None:
         """Close the client when this store created it."""
-        if self._owned:
-            await self.client.aclose()
+        await self._connection.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def _run(self, operation: str, key: str, amount: int, window: float) -> int:
         span = _bucket_span(window)
@@ -148,6 +153,9 @@ class RedisCounterStore:
         keep_ms = math.ceil((window + span) * 1000)
 
         async def call() -> Any:
-            return await self._script(keys=[self.prefix + key], args=[now, amount, BUCKETS, keep_ms])
+            client = self.client
+            if self._scripts is None or self._scripts[0] is not client:
+                self._scripts = (client, client.register_script(_ADD_AND_SUM))
+            return await self._scripts[1](keys=[self.prefix + key], args=[now, amount, BUCKETS, keep_ms])
 
         return int(await guarded("redis", operation, self.timeout, call))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 
@@ -13,7 +15,7 @@ from procflow.errors import CacheBackendError, ConfigurationError
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["DEFAULT_REDIS_TIMEOUT", "RedisCache", "redis_client"]
+__all__ = ["DEFAULT_REDIS_TIMEOUT", "RedisCache", "RedisConnection", "guarded", "redis_client"]
 
 DEFAULT_REDIS_TIMEOUT = 0.25
 """Seconds a cache operation may take before it counts as failed: a cache must never slow a request."""
@@ -36,6 +38,41 @@ def redis_client(url: str, *, timeout: float) -> Redis:
         retry=Retry(NoBackoff(), 0),
         health_check_interval=0,
     )
+
+
+class RedisConnection:
+    """The client a Redis-backed store uses, remade when it is used from another event loop.
+
+    redis-py's asyncio connections belong to the loop that opened them; a script calling
+    ``generate_sync`` twice runs two loops. A client this object created for a URL is replaced in a
+    new loop (the old one cannot be closed from there); a client passed in is used as it is.
+    """
+
+    __slots__ = ("_client", "_loop", "_timeout", "_url", "owned")
+
+    def __init__(self, url: str | None, client: Redis | None, *, timeout: float, what: str) -> None:
+        if (url is None) == (client is None):
+            raise ConfigurationError(f"{what} needs exactly one of url='redis://…' or client=Redis(...)")
+        self._url = url
+        self._timeout = timeout
+        self.owned = client is None
+        self._client: Redis = client if client is not None else redis_client(str(url), timeout=timeout)
+        self._loop: weakref.ref[Any] | None = None
+
+    @property
+    def client(self) -> Redis:
+        """The client for the running event loop."""
+        if self.owned:
+            loop = asyncio.get_running_loop()
+            if self._loop is not None and self._loop() is not loop:
+                self._client = redis_client(str(self._url), timeout=self._timeout)
+            self._loop = weakref.ref(loop)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client when this object created it."""
+        if self.owned:
+            await self._client.aclose()
 
 
 async def guarded(backend: str, operation: str, limit: float, call: Callable[[], Awaitable[T]]) -> T:
@@ -79,15 +116,17 @@ class RedisCache:
         serializer: Serializer = "json",
         timeout: float = DEFAULT_REDIS_TIMEOUT,
     ) -> None:
-        if (url is None) == (client is None):
-            raise ConfigurationError("RedisCache needs exactly one of url='redis://…' or client=Redis(...)")
         if not isinstance(timeout, int | float) or timeout <= 0:
             raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.prefix = prefix
         self.timeout = float(timeout)
         self._codec = Codec(serializer)
-        self._owned = client is None
-        self.client: Redis = client if client is not None else redis_client(str(url), timeout=self.timeout)
+        self._connection = RedisConnection(url, client, timeout=self.timeout, what="RedisCache")
+
+    @property
+    def client(self) -> Redis:
+        """The redis-py client in use (for the running event loop)."""
+        return self._connection.client
 
     async def get(self, key: str) -> Any | None:
         """Return the value under ``key``, or ``None``."""
@@ -110,8 +149,13 @@ class RedisCache:
 
     async def aclose(self) -> None:
         """Close the client when this cache created it."""
-        if self._owned:
-            await self.client.aclose()
+        await self._connection.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def _clear(self) -> None:
         batch: list[Any] = []
