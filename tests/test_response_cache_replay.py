@@ -144,3 +144,15 @@ async def test_memory_history_changes_the_key(backend: Callable[[], ServerCache]
     await agent.generate("Hi")
     history = [{"role": "user", "content": "Earlier question"}, {"role": "assistant", "content": "Earlier"}]
     assert (await agent.generate([*history, {"role": "user", "content": "Hi"}])).text == "b"
+
+
+async def test_a_stream_abandoned_midway_is_not_cached(backend: Callable[[], ServerCache]) -> None:
+    """A consumer that stops reading ends the run as aborted: nothing is written."""
+    model = ScriptedModel(["a long answer in many chunks", "fresh"], chunk_size=4)
+    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=backend())])
+    output = agent.stream("Hi")
+    async for chunk in output.full_stream:
+        if chunk.type == "text-delta":
+            break
+    await output.full_stream.aclose()  # type: ignore[attr-defined]
+    assert (await agent.generate("Hi")).text == "fresh"
