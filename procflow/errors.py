@@ -21,6 +21,9 @@
     ├── PatternTimeoutError (TimeoutError)     a user regex ran past its timeout
     ├── TokenizerDataError (RuntimeError)      the offline tokenizer data is missing or not the expected file
     ├── MemoryStorageError (RuntimeError)      memory storage failed; a turn is saved whole or not at all
+    ├── CacheError                             a server cache or counter store failed
+    │   ├── CacheBackendError (ConnectionError)    the backend (Redis) is down, slow or answered an error
+    │   └── CacheValueError (TypeError)        a value cannot be stored safely (not JSON/msgpack data)
     └── ModelError                             a model call failed
         ├── APICallError                       a call failed; ``kind`` says why, ``is_retryable`` if worth it
         │   ├── APIConnectionError (ConnectionError)   no answer: refused, reset, dropped or cut-short stream
@@ -57,6 +60,9 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "BranchConflictError",
+    "CacheBackendError",
+    "CacheError",
+    "CacheValueError",
     "ChunkTypeError",
     "ConfigurationError",
     "InvalidResponseError",
@@ -215,6 +221,32 @@ class MemoryStorageError(ProcflowError, RuntimeError):
 
 class TokenizerDataError(ProcflowError, RuntimeError):
     """The tokenizer's data cannot be loaded offline; the message says which package to (re)install."""
+
+
+class CacheError(ProcflowError):
+    """A server cache or counter store failed; callers such as ``ResponseCache`` treat it as a miss."""
+
+
+class CacheBackendError(CacheError, ConnectionError):
+    """The cache backend could not answer in time (down, slow, or an error reply).
+
+    Attributes:
+        backend: The backend's name (``"redis"``).
+        operation: What was attempted (``"get"``, ``"set"``, ``"incr"``…).
+    """
+
+    def __init__(self, backend: str, operation: str, reason: str) -> None:
+        self.backend = backend
+        self.operation = operation
+        self.reason = reason
+        super().__init__(
+            f"{backend} cache {operation} failed ({reason}); check that the server is reachable, or raise "
+            "the cache's timeout if it is merely slow"
+        )
+
+
+class CacheValueError(CacheError, TypeError):
+    """A value cannot be stored: caches hold JSON (or msgpack) data only, never pickled objects."""
 
 
 class ModelError(ProcflowError):

@@ -18,6 +18,7 @@ from procflow.agent._tools import attach_data, execute_tool_calls, is_client_sid
 from procflow.agent._writer import ChunkWriter, PendingChunks
 from procflow.agent.output import AgentResponse, GenerateResult
 from procflow.engine.context import RunContext
+from procflow.engine.pipeline import processor_id_of
 from procflow.engine.runner import PhaseRunner, StepSettings
 from procflow.engine.stream import StreamRunner
 from procflow.errors import ModelError
@@ -25,7 +26,7 @@ from procflow.messages.chunk import Chunk
 from procflow.messages.message import SignalInfo
 from procflow.messages.message_list import MessageList
 from procflow.messages.prompt import Prompt
-from procflow.messages.results import FinishReason, OutputResult, StepResult, Usage
+from procflow.messages.results import FinishReason, OutputResult, StepResult, ToolResult, Usage
 from procflow.messages.tripwire import TripWire, TripwireInfo
 from procflow.models.base import LanguageModel, ModelRequest
 
@@ -40,6 +41,21 @@ async def _tripped(awaitable: Awaitable[Any]) -> TripWire | None:
     except TripWire as tripwire:
         return tripwire
     return None
+
+
+def _replayed_result(chunk: Chunk) -> ToolResult:
+    """A ``tool-result`` chunk an answering processor (a cache) supplied, as the step's tool result."""
+    p = chunk.payload
+    args = p.get("args")
+    extra = {"model_output": p["model_output"]} if p.get("model_output") is not None else {}
+    return ToolResult(
+        str(p.get("tool_call_id", "")),
+        str(p.get("tool_name", "")),
+        dict(args) if isinstance(args, dict) else {},
+        p.get("result"),
+        bool(p.get("is_error", False)),
+        **extra,
+    )
 
 
 async def _close(stream: AsyncIterator[Chunk]) -> None:
@@ -78,6 +94,7 @@ class AgentRun:
         self._collector = StepCollector()
         self._prompt: Prompt = []
         self._answer: list[Chunk] | None = None
+        self._replayed: list[Chunk] = []
         self._request = ModelRequest(prompt=[])
 
     async def events(self) -> AsyncGenerator[Chunk, None]:
@@ -143,7 +160,7 @@ class AgentRun:
             yield chunk
         if self._outcome != "stop":
             return
-        model = self._model(settings.model)
+        model = settings.model = self._model(settings.model)
         while True:
             for chunk in await self._start_call(settings):
                 yield chunk
@@ -198,6 +215,8 @@ class AgentRun:
         for chunk in answer:
             if chunk.type == "finish":
                 collector.finish(chunk)
+            elif chunk.type == "tool-result":
+                self._replayed.append(chunk)  # the step's tool results: delivered in place of running tools
             else:
                 collector.add(chunk)
                 out.append(chunk)
@@ -206,6 +225,7 @@ class AgentRun:
     async def _start_call(self, settings: StepSettings) -> list[Chunk]:
         """Build the prompt, run ``process_llm_request`` and announce the model call."""
         self._collector = StepCollector()
+        self._replayed = []
         outcome = await self.llm.run_llm_request(self.ml.to_prompt(), settings)
         self._prompt = outcome.prompt
         self._answer = outcome.chunks
@@ -263,7 +283,9 @@ class AgentRun:
         self.usage = self.usage + step.usage
         out: list[Chunk] = []
         if not collector.from_cache:
-            await self.llm.run_llm_response(step.chunks, settings, prompt=self._prompt, from_cache=False)
+            finish = Chunk("finish", {"finish_reason": step.finish_reason, "usage": step.usage.to_dict()})
+            chunks = [*step.chunks, finish]
+            await self.llm.run_llm_response(chunks, settings, prompt=self._prompt, from_cache=False)
             out.extend(await self._drain())
         rejected = await _tripped(self.outputs.run_output_step(step, [*self.steps, step]))
         out.extend(await self._drain())
@@ -273,7 +295,10 @@ class AgentRun:
         self._accept()
         # The step stays open (``_open_id``) until its last chunk passed the stream processors: a
         # tripwire on a tool's data chunk, a tool result or the step-finish chunk drops it whole.
-        out.extend(await self._run_tools(step, settings, message.id))
+        if collector.from_cache:
+            out.extend(self._replay_tools(step, message.id))
+        else:
+            out.extend(await self._run_tools(step, settings, message.id))
         out.extend(await self._through(step_finish_chunk(number, step.finish_reason, step.usage)))
         self.steps.append(step)
         self._open_id = None
@@ -300,6 +325,18 @@ class AgentRun:
             out.extend(await self._through(tool_result_chunk(result)))
         self._attach(message_id, out)
         return out
+
+    def _replay_tools(self, step: StepResult, message_id: str) -> list[Chunk]:
+        """A cached step: its tool results come from the cache; no tool runs again."""
+        chunks, self._replayed = self._replayed, []
+        results = [_replayed_result(chunk) for chunk in chunks]
+        if results:
+            step.tool_results = results
+            message = self.ml.get(message_id)
+            if message is not None:
+                record_results(message, results)
+                step.messages = [message]
+        return chunks
 
     def _attach(self, message_id: str, chunks: list[Chunk]) -> None:
         message = self.ml.get(message_id)
@@ -380,8 +417,18 @@ class AgentRun:
         out = await self._drain()
         final = self._set_result(reason)
         out.extend(await self._through(finish_chunk(reason, self.usage, final.response.ui_messages)))
+        await self._commit(result)
         await self._notify()
         return out
+
+    async def _commit(self, result: OutputResult) -> None:
+        """The run succeeded: LLM-hook processors with ``commit_llm_run`` (a cache) may write now."""
+        for processor in self.llm.pipeline.processors:
+            commit = getattr(processor, "commit_llm_run", None)
+            if callable(commit):
+                done = commit(self.ctx.state_for(processor_id_of(processor), processor), result)
+                if inspect.isawaitable(done):
+                    await done
 
     async def _abandon(self, exc: BaseException) -> None:
         """The call ends by an exception: cancellation (or an early close) is ``aborted``, else ``error``."""

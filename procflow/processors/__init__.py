@@ -1,5 +1,7 @@
 """Layer 1: the processor protocol, the typed hook arguments and results, and the built-in processors."""
 
+from procflow.processors._cache_key import ModelIdentity, ResponseCacheKeyInputs
+from procflow.processors._cost_guard import CostGuardProcessor, CostScope, CostStrategy
 from procflow.processors._guards import (
     DEFAULT_GUARD_MODEL,
     JudgeUsage,
@@ -9,6 +11,14 @@ from procflow.processors._guards import (
     PromptInjectionDetector,
     StructuredOutputProcessor,
     SystemPromptScrubber,
+)
+from procflow.processors._prices import DEFAULT_MODEL_PRICES, ModelPrice
+from procflow.processors._response_cache import (
+    RESPONSE_CACHE_CONTEXT_KEY,
+    CacheKey,
+    KeyFunction,
+    ResponseCache,
+    build_response_cache_key,
 )
 from procflow.processors._tokens import TiktokenCounter, TokenCounter, truncate_to_tokens
 from procflow.processors.args import (
@@ -74,20 +84,29 @@ from procflow.processors.unicode_normalizer import UnicodeNormalizer
 __all__ = [
     "DEFAULT_COMPAT_RULES",
     "DEFAULT_GUARD_MODEL",
+    "DEFAULT_MODEL_PRICES",
     "DEFAULT_TOOL_SEARCH_INSTRUCTIONS",
     "HOOK_NAMES",
     "LOAD_TOOL",
+    "RESPONSE_CACHE_CONTEXT_KEY",
     "SEARCH_TOOLS",
     "TOKEN_LIMIT_REACHED_CHUNK",
     "AbortFn",
     "BatchPartsProcessor",
+    "CacheKey",
     "CompatRule",
+    "CostGuardProcessor",
+    "CostScope",
+    "CostStrategy",
     "ErrorMatcher",
     "HookName",
     "JudgeUsage",
+    "KeyFunction",
     "LanguageDetector",
     "MessageMend",
     "MessagesResult",
+    "ModelIdentity",
+    "ModelPrice",
     "ModerationProcessor",
     "PIIDetector",
     "PrefillErrorHandler",
@@ -118,6 +137,8 @@ __all__ = [
     "RegexRule",
     "RegexStrategy",
     "RegexStreamRedactor",
+    "ResponseCache",
+    "ResponseCacheKeyInputs",
     "SignalSender",
     "StreamErrorRetryProcessor",
     "StreamResult",
@@ -131,6 +152,7 @@ __all__ = [
     "TransientKind",
     "UnicodeNormalizer",
     "ViolationCallback",
+    "build_response_cache_key",
     "is_auth_error",
     "make_abort",
     "notify_violation",

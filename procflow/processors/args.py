@@ -106,7 +106,8 @@ class ProcessLLMRequestArgs(ProcessorArgs):
 
 @dataclass(slots=True, kw_only=True)
 class ProcessLLMResponseArgs(ProcessorArgs):
-    """``process_llm_response``: the chunks of a finished step; ``from_cache`` when they were replayed."""
+    """``process_llm_response``: the chunks of a finished step, ending with a ``finish`` chunk (its finish
+    reason and usage); ``from_cache`` when they were replayed."""
 
     chunks: list[Chunk]
     model: LanguageModel | None

@@ -122,7 +122,9 @@ class Processor(Protocol):
     Hooks (each optional, ``def`` or ``async def``, one typed args object in, a result out):
     ``process_input``, ``process_input_step``, ``process_llm_request``, ``process_llm_response``,
     ``process_output_stream``, ``process_output_step``, ``process_output_result``,
-    ``process_api_error``; plus ``flush_output_stream`` to emit text held back at the end of a stream.
+    ``process_api_error``; plus ``flush_output_stream`` to emit text held back at the end of a stream,
+    and, for a processor with LLM hooks, ``commit_llm_run(state, result)``, called once the whole run
+    succeeded (``ResponseCache`` writes then, so a failed run stores nothing).
 
     Optional attributes: ``name``, ``description``, ``on_violation`` (called with a
     :class:`ProcessorViolation` on every tripwire and on reported redactions; its errors are swallowed),

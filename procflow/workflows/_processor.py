@@ -19,20 +19,24 @@ The stream phase never runs the plan per chunk: the plan's stages are compiled o
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from procflow._logging import is_tracing
 from procflow.engine._stages import stream_chain
 from procflow.engine._stream_parts import StreamChain, StreamEnv
+from procflow.engine.context import RunContext
 from procflow.engine.executor import execute_plan, run_lean
 from procflow.engine.graph import iter_processors
+from procflow.engine.pipeline import processor_id_of
 from procflow.engine.plan import PlanNode, WorkflowPlan
 from procflow.engine.run_state import RunState
 from procflow.engine.runner import StepSettings
 from procflow.errors import ConfigurationError, ProcessorResultError
 from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
-from procflow.messages.results import StepResult
+from procflow.messages.message_list import MessageList
+from procflow.messages.results import OutputResult, StepResult
 from procflow.processors.args import (
     MessagesResult,
     ProcessAPIErrorArgs,
@@ -246,6 +250,19 @@ class ProcessorAdapter:
         return _messages_result(await self._run(data, "process_output_result"), args)
 
     # -- stream phase ----------------------------------------------------------------------------
+
+    async def commit_llm_run(self, state: dict[str, Any], result: OutputResult) -> None:
+        """The run succeeded: inner processors that write only then (a response cache) may write now.
+
+        ``state`` is this workflow's per-request state, which holds one dict per inner processor.
+        """
+        ctx = RunContext(message_list=MessageList(), states=state)
+        for _, processor in iter_processors(self.plan):
+            commit = getattr(processor, "commit_llm_run", None)
+            if callable(commit):
+                done = commit(ctx.state_for(processor_id_of(processor), processor), result)
+                if inspect.isawaitable(done):
+                    await done
 
     def open_output_stream(self, args: ProcessOutputStreamArgs) -> _StreamSession:
         """Open the compiled per-chunk dispatch for one stream (called by the stream runner)."""
