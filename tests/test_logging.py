@@ -69,7 +69,7 @@ def test_basic_config_at_debug_shows_the_events_without_message_text() -> None:
     assert done.stdout == ""
     lines = done.stderr.splitlines()
     assert "DEBUG:procflow:processor_tripwire processor_id='blocker' retry=False" in lines
-    assert "WARNING:procflow:on_violation_failed processor_id='blocker' error='RuntimeError'" in lines
+    assert "WARNING:procflow:on_violation_failed processor_id='blocker' error_type='RuntimeError'" in lines
     assert any(line.startswith("WARNING:procflow:regex_filter_match ") for line in lines)
     for fragment in ("4111", "my card", "keep it quiet", "blocked because", "callback broke"):
         assert fragment not in done.stderr

@@ -62,16 +62,21 @@ def describe_exception(exc: BaseException) -> str:
     import traceback
     from pathlib import Path
 
-    from procflow.errors import ProcflowError
+    from procflow.errors import ProcessorFailedError, ProcflowError
 
-    if isinstance(exc, ProcflowError):
+    # A processor that raised fails closed with ProcessorFailedError: name what it raised, and where.
+    failed = exc if isinstance(exc, ProcessorFailedError) else None
+    if failed is not None:
+        exc = failed.original
+    elif isinstance(exc, ProcflowError):
         return f"{type(exc).__name__}: {exc}"
     package = Path(__file__).resolve().parent.parent
     frames = traceback.extract_tb(exc.__traceback__)
     outside = [f for f in frames if not Path(f.filename).resolve().is_relative_to(package)]
     where = (outside or frames)[-1:] if frames else []
     at = f" at {Path(where[0].filename).name}:{where[0].lineno}" if where else ""
-    return f"{type(exc).__name__} raised{at} (its message is not shown: it may quote the conversation)"
+    by = f" in processor {failed.processor_id!r} ({failed.hook})" if failed is not None else ""
+    return f"{type(exc).__name__} raised{at}{by} (its message is not shown: it may quote the conversation)"
 
 
 def silence_stdout() -> None:
