@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from procflow.models import ModelRequest
@@ -97,3 +98,10 @@ def _content(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") for part in content)
+
+
+async def live_text(output: Any) -> AsyncIterator[str]:
+    """The text deltas of ``output.full_stream`` as they arrive (``text_stream`` waits for each step)."""
+    async for chunk in output.full_stream:
+        if chunk.type == "text-delta":
+            yield chunk.payload.get("text") or ""

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from guard_support import judge_responder, scripted_judge
+from guard_support import judge_responder, live_text, scripted_judge
 
 from procflow import Agent
 from procflow.messages import JUDGE_USAGE_KEY
@@ -87,7 +87,7 @@ async def test_stream_block_never_releases_the_flagged_window(chunk_size: int) -
     guard = ModerationProcessor(model=scripted_judge(), categories=["hate"], stream_window=40)
     agent = Agent(id="a", model=ScriptedModel([answer], chunk_size=chunk_size), output_processors=[guard])
     output = agent.stream("talk")
-    text = "".join([piece async for piece in output.text_stream])
+    text = "".join([piece async for piece in live_text(output)])
     assert "hate" not in text
     assert output.tripwire is not None and output.tripwire.processor_id == "moderation"
 
@@ -99,7 +99,7 @@ async def test_stream_filter_withholds_windows_and_generate_agrees() -> None:
         model=scripted_judge(), categories=["hate"], strategy="filter", stream_window=10
     )
     agent = Agent(id="a", model=ScriptedModel([answer, answer], chunk_size=7), output_processors=[guard])
-    streamed = "".join([p async for p in agent.stream("x").text_stream])
+    streamed = "".join([p async for p in live_text(agent.stream("x"))])
     generated = (await agent.generate("x")).text
     assert streamed == generated and "hate" not in streamed
     assert streamed.startswith("A" * 30) and streamed.endswith("B" * 30)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from guard_support import judge_responder, scripted_judge
+from guard_support import judge_responder, live_text, scripted_judge
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,7 +111,7 @@ async def test_no_flagged_value_is_ever_streamed_in_clear(answer: str, cuts: lis
     model = ScriptedModel([ScriptedStep(chunks=[Chunk.text_delta(c) for c in _chunked(answer, cuts)])])
     guard = PIIDetector(model=scripted_judge(), redaction_method="placeholder")
     seen = ""
-    async for piece in Agent(id="a", model=model, output_processors=[guard]).stream("x").text_stream:
+    async for piece in live_text(Agent(id="a", model=model, output_processors=[guard]).stream("x")):
         seen += piece
         assert not any(secret in seen for secret in SECRETS)
     whole = await Agent(id="a", model=ScriptedModel([answer]), output_processors=[guard]).generate("x")
