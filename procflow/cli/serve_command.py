@@ -75,6 +75,11 @@ def build_config(args: argparse.Namespace) -> Any:
 
     pipeline = load_pipeline(args.pipeline)
     upstream_key = os.environ.get(args.upstream_key_env) if args.upstream_key_env else None
+    # An agent as the pipeline brings its memory and retry cap (its model is replaced by the upstream).
+    agent = pipeline.target if pipeline.kind == "agent" else None
+    retries = args.max_processor_retries
+    if retries is None and agent is not None:
+        retries = agent.max_processor_retries
     return GatewayConfig(
         upstream=resolve_upstream(args.upstream, model=args.upstream_model, api_key=upstream_key),
         input_processors=pipeline.input_processors,
@@ -84,7 +89,8 @@ def build_config(args: argparse.Namespace) -> Any:
         max_concurrent_per_client=args.max_concurrent,
         tripwire_response=args.tripwire_response,
         model_names=tuple(args.model_name or ()),
-        max_processor_retries=args.max_processor_retries,
+        max_processor_retries=retries,
+        memory=agent.memory if agent is not None else None,
     )
 
 

@@ -27,7 +27,7 @@ from procflow.agent import Agent
 from procflow.cli.chat_format import ConversationFormatError, parse_conversation
 from procflow.cli.violations import redaction_rules
 from procflow.errors import APICallError
-from procflow.messages import Chunk, TripwireInfo
+from procflow.messages import RESOURCE_ID_KEY, Chunk, TripwireInfo, new_id
 from procflow.processors import ProcessInputStepArgs, ProcessInputStepResult, ProcessorViolation
 from procflow.server._config import GatewayConfig
 from procflow.server._metrics import GatewayMetrics
@@ -70,6 +70,7 @@ class Gateway:
             output_processors=list(config.output_processors),
             error_processors=list(config.error_processors),
             max_processor_retries=config.max_processor_retries,
+            memory=config.memory,
         )
         self._keys = sorted(config.api_keys)
         self._active: dict[str, int] = {}
@@ -184,10 +185,19 @@ class Gateway:
 
     # -- one call ----------------------------------------------------------------------------------
 
-    def call_options(self, body: ChatRequest) -> dict[str, Any]:
-        """The agent call's options: the client's tools (run by the client), tool choice, settings."""
+    def call_options(self, body: ChatRequest, request: Request, client: str) -> dict[str, Any]:
+        """The agent call's options: the tenant, the thread, the client's tools, tool choice, settings.
+
+        The resource id (the tenant: response caches and cost guards scope by it) is the
+        ``X-Procflow-Resource`` header, else the body's ``user``, else the client itself (its key's
+        digest, or its address without keys), so tenants never share entries by accident.
+        """
         try:
             messages = parse_conversation({"messages": body.messages}).messages
+            for message in messages:
+                # The chat-format parser numbers turns within one record; a request's messages are new
+                # messages of a conversation that memory may already hold, so they get fresh ids.
+                message.id = new_id()
         except ConversationFormatError as exc:
             raise _RefusedError(
                 400, f"messages: {exc.problem}", type="invalid_request_error", code="invalid_request"
@@ -206,12 +216,31 @@ class Gateway:
                 options[provider] = {**options.get(provider, {}), **settings}
             return ProcessInputStepResult(tools={**args.tools, **tools}, provider_options=options)
 
-        return {
+        resource = request.headers.get("x-procflow-resource") or _user_of(body) or client
+        options: dict[str, Any] = {
             "messages": messages,
             "prepare_step": prepare_step,
             "tool_choice": body.tool_choice_name(),
             "max_steps": 1,
+            "request_context": {RESOURCE_ID_KEY: resource},
         }
+        thread = request.headers.get("x-procflow-thread")
+        if self.config.memory is not None:
+            if not thread:
+                raise _RefusedError(
+                    400,
+                    "this gateway keeps conversations in memory: name the conversation with an "
+                    "'X-Procflow-Thread' header (and send only its new messages)",
+                    type="invalid_request_error",
+                    code="thread_required",
+                )
+            options["memory"] = {"thread": thread, "resource": resource}
+        return options
+
+
+def _user_of(body: ChatRequest) -> str | None:
+    user = (body.model_extra or {}).get("user")
+    return user if isinstance(user, str) and user else None
 
 
 def _tripwire_chunk_info(chunk: Chunk) -> TripwireInfo:
@@ -237,10 +266,9 @@ def _upstream_error(gateway: Gateway, exc: APICallError) -> tuple[int, dict[str,
 
 
 async def _complete(
-    gateway: Gateway, body: ChatRequest, completion_id: str
+    gateway: Gateway, body: ChatRequest, completion_id: str, options: dict[str, Any]
 ) -> tuple[int, dict[str, Any], str]:
     """Answer a non-streamed request: ``(status, body, outcome)``."""
-    options = gateway.call_options(body)
     try:
         result = await gateway.agent.generate(options.pop("messages"), **options)
     except APICallError as exc:
@@ -339,9 +367,10 @@ class _StreamState:
         return [sse_event(tripwire_error(info))]
 
 
-async def _stream(gateway: Gateway, body: ChatRequest, completion_id: str, done: Any) -> AsyncIterator[str]:
+async def _stream(
+    gateway: Gateway, body: ChatRequest, completion_id: str, options: dict[str, Any], done: Any
+) -> AsyncIterator[str]:
     state = _StreamState(gateway, body, completion_id)
-    options = gateway.call_options(body)
     try:
         yield state.event(delta={"role": "assistant", "content": ""})
         async with gateway.agent.stream(options.pop("messages"), **options) as output:
@@ -406,15 +435,15 @@ async def _chat_completions(request: Request) -> Response:
     try:
         body = await gateway.read_body(request)
         streaming = body.stream
+        options = gateway.call_options(body, request, client)  # bad messages get a 400 before any stream
         if streaming:
-            gateway.call_options(body)  # refuse bad messages with a 400 before the stream starts
             status = 200
             return StreamingResponse(
-                _stream(gateway, body, completion_id, finished),
+                _stream(gateway, body, completion_id, options, finished),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        status, answer, outcome = await _complete(gateway, body, completion_id)
+        status, answer, outcome = await _complete(gateway, body, completion_id, options)
     except _RefusedError as refused:
         status, answer, outcome = refused.status, refused.body, "refused"
     except ClientDisconnect:

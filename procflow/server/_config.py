@@ -40,6 +40,9 @@ class GatewayConfig:
             upstream's model id. A request naming another model gets HTTP 404.
         max_processor_retries: How many times processors may ask the upstream to answer again
             (``abort(..., retry=True)``); ``None`` allows none, as for an :class:`~procflow.Agent`.
+        memory: A :class:`~procflow.memory.Memory` (on a storage every instance shares, e.g.
+            PostgreSQL): requests that name a thread (``X-Procflow-Thread``) send only their new
+            messages and memory supplies the history.
     """
 
     upstream: LanguageModel
@@ -53,6 +56,7 @@ class GatewayConfig:
     refusal_text: str = "I can't help with that request."
     model_names: tuple[str, ...] = field(default=())
     max_processor_retries: int | None = None
+    memory: Any = None
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1024:
