@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from structlog.testing import capture_logs
+from log_support import captured_logs
 
 from procflow import Agent, ProcessorViolation, RequestContext
 from procflow.cache import InMemoryCounterStore, InMemoryServerCache
@@ -144,7 +144,7 @@ async def test_unknown_model_is_one_clear_warning() -> None:
     """A model missing from the price table is logged once, naming it; its calls are not counted."""
     guard = CostGuardProcessor(max_cost=1)
     agent = Agent(id="a", model=one_dollar_steps(), input_processors=[guard])
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         for _ in range(3):
             assert (await agent.generate("Hi")).tripwire is None
     warnings = [e for e in logs if e["event"] == "cost_guard_unknown_model"]

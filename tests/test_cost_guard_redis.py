@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import anyio
+from log_support import captured_logs
 from services import start_redis
-from structlog.testing import capture_logs
 
 from procflow import Agent, RequestContext
 from procflow.cache import RedisCounterStore
@@ -131,7 +131,7 @@ async def test_a_stopped_store_never_fails_the_request(tmp_path: Path) -> None:
         agent, model = one_dollar_agent(guard_on(store))
         assert (await agent.generate("Hi", request_context=USER)).tripwire is None
         server.stop()
-        with capture_logs() as logs:
+        with captured_logs() as logs:
             assert (await agent.generate("Hi", request_context=USER)).tripwire is None
         assert model.calls == 2
         assert any(e["event"] == "cost_guard_store_unavailable" for e in logs)
