@@ -1,6 +1,7 @@
 """Layer 1: the processor protocol, the typed hook arguments and results, and the built-in processors."""
 
-from procflow.processors._tokens import TiktokenCounter, TokenCounter, truncate_to_tokens
+from procflow.processors._token_stream import truncate_to_tokens
+from procflow.processors._tokens import TiktokenCounter, TokenCounter
 from procflow.processors.args import (
     MessagesResult,
     ProcessAPIErrorArgs,

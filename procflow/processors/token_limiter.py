@@ -27,7 +27,8 @@ from procflow.messages.message_list import MessageList
 from procflow.messages.parts import Part, TextPart
 from procflow.messages.prompt import Prompt
 from procflow.processors._prompt_budget import PromptCosts, TrimMode, plan_trim
-from procflow.processors._tokens import TiktokenCounter, TokenCounter, count_checked, truncate_to_tokens
+from procflow.processors._token_stream import PrefixBudget, truncate_to_tokens
+from procflow.processors._tokens import TiktokenCounter, TokenCounter, count_checked
 from procflow.processors._tool_traffic import current_run_tool_steps
 from procflow.processors.args import (
     ProcessLLMRequestArgs,
@@ -67,13 +68,17 @@ class TokenLimiter(ProcessorBase):
     alone exceed the limit, or the messages that must be kept do not fit beside them, it raises a
     non-retryable tripwire saying so.
 
-    As an **output processor** it counts the streamed text (``text-delta`` chunks): past the limit,
-    ``strategy="truncate"`` drops the rest of the text (the chunk that crosses the limit is cut to fit)
-    and emits one transient ``data-token-limit-reached`` chunk, while ``strategy="abort"`` raises a
-    tripwire. ``count_mode="cumulative"`` counts the whole response, ``count_mode="part"`` each chunk on
-    its own. Each chunk is counted on its own text, so a word split across two chunks may count one
-    token more than in the joined text. On the final result, the response text is cut to the limit
-    between characters (or aborted).
+    As an **output processor** it caps the response text. ``count_mode="cumulative"`` (default) counts
+    the whole response exactly: each text run (the text between two other chunks, which becomes one
+    text part) is counted as one text, never as a sum of per-chunk counts, and the runs share the
+    budget. The stream keeps the longest prefix of the response that fits, cut between grapheme
+    clusters — the same text whatever the chunking, and the same text ``process_output_result`` keeps
+    from the whole response. ``strategy="truncate"`` then drops the rest and emits one transient
+    ``data-token-limit-reached`` chunk; ``strategy="abort"`` raises a tripwire when the response does
+    not fit. To decide exactly, text near the limit is held back briefly: the last grapheme cluster of
+    a chunk (it may still grow), and, once over the limit, the last word or two (BPE may still merge
+    them into fewer tokens); it is released at the latest when the text run ends. Far from the limit
+    chunks pass unchanged. ``count_mode="part"`` counts each chunk (and each final text part) alone.
 
     Args:
         limit: The token budget (a positive int).
@@ -221,28 +226,73 @@ class TokenLimiter(ProcessorBase):
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
         """Count streamed text; past the limit drop it (``truncate``) or raise a tripwire (``abort``)."""
         part = args.part
+        if self.count_mode == "part":
+            return await self._per_chunk(args) if part.type == "text-delta" else part
         if part.type != "text-delta":
-            return part
+            ended = self._end_text(args)
+            return [*ended, part] if ended else part
+        if args.state.get("limit_reached"):
+            return None
         await self._ready()
         text = part.text or ""
-        cumulative = self.count_mode == "cumulative"
-        if cumulative and args.state.get("limit_reached"):
-            return None
-        used: int = args.state.get("output_tokens", 0) if cumulative else 0
+        budget: PrefixBudget | None = args.state.get("budget")
+        if budget is None:
+            room = self.limit - args.state.get("output_tokens", 0)
+            budget = args.state["budget"] = PrefixBudget(self.counter, room)
+        released = budget.push(text)
+        args.state["payload"] = part.payload
+        head: Chunk | None = None
+        if released == text:
+            head = part
+        elif released:
+            head = Chunk(part.type, {**part.payload, "text": released}, part.transient)
+        if budget.cut:
+            return self._over(args, budget, head)
+        return head
+
+    async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
+        """End of stream: release the text held back while its count was undecided."""
+        return self._end_text(args) or None
+
+    def _end_text(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
+        """A text run ended (a non-text chunk, or the stream's end): settle its held-back text."""
+        budget: PrefixBudget | None = args.state.pop("budget", None)
+        if budget is None:
+            return []
+        released = budget.finish()
+        payload = args.state.get("payload") or {}
+        head = Chunk("text-delta", {**payload, "text": released}) if released else None
+        if budget.cut:
+            return self._over(args, budget, head)
+        args.state["output_tokens"] = args.state.get("output_tokens", 0) + budget.tokens
+        return [head] if head is not None else []
+
+    def _over(self, args: ProcessOutputStreamArgs, budget: PrefixBudget, head: Chunk | None) -> list[Chunk]:
+        args.state.pop("budget", None)
+        tokens = args.state.get("output_tokens", 0) + budget.tokens
+        if self.strategy == "abort":
+            args.abort(
+                f"The response reached {tokens} tokens, over the TokenLimiter limit of {self.limit}.",
+                metadata={"limit": self.limit, "tokens": tokens, "count_mode": self.count_mode},
+            )
+        return self._reached(args, head, tokens)
+
+    async def _per_chunk(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        """``count_mode="part"``: each chunk on its own."""
+        part = args.part
+        await self._ready()
+        text = part.text or ""
         tokens = self.count(text)
-        if used + tokens <= self.limit:
-            args.state["output_tokens"] = used + tokens
+        if tokens <= self.limit:
             return part
         if self.strategy == "abort":
             args.abort(
-                f"The response reached {used + tokens} tokens, over the TokenLimiter limit of {self.limit}.",
-                metadata={"limit": self.limit, "tokens": used + tokens, "count_mode": self.count_mode},
+                f"The response reached {tokens} tokens, over the TokenLimiter limit of {self.limit}.",
+                metadata={"limit": self.limit, "tokens": tokens, "count_mode": self.count_mode},
             )
-        head_text = truncate_to_tokens(self.counter, text, self.limit - used)
-        if cumulative:
-            args.state["output_tokens"] = used + self.count(head_text)
+        head_text = truncate_to_tokens(self.counter, text, self.limit)
         head = Chunk(part.type, {**part.payload, "text": head_text}, part.transient) if head_text else None
-        return self._reached(args, head, used + tokens)
+        return self._reached(args, head, tokens)
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         """Cut the response text to the limit between characters (``truncate``) or abort (``abort``)."""
@@ -268,7 +318,8 @@ class TokenLimiter(ProcessorBase):
         room = budget[0] if self.count_mode == "cumulative" else self.limit
         head = truncate_to_tokens(self.counter, text, room)
         if self.count_mode == "cumulative":
-            budget[0] = room - self.count(head)
+            # Once a text is cut the response ends there: later text is dropped, as in the stream.
+            budget[0] = room - self.count(head) if head == text else 0
         return head
 
     def _limit_message(self, message: Message, budget: list[int]) -> Message:
