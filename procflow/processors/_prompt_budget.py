@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from procflow.messages._tool_json import tool_args_text, tool_result_text
 from procflow.messages.prompt import (
     Prompt,
     PromptFile,
@@ -23,7 +24,6 @@ from procflow.messages.prompt import (
     PromptToolResult,
 )
 from procflow.processors._tokens import TokenCounter, count_checked
-from procflow.processors._tool_traffic import to_text
 
 if TYPE_CHECKING:
     from procflow.tools.tool import Tool
@@ -39,8 +39,10 @@ class PromptCosts:
 
     A message costs ``message_overhead`` (the provider's framing) plus its role's tokens plus its parts'.
     A text or reasoning part costs its text's tokens; a tool call its name and JSON arguments; a tool
-    result its text or JSON; a file or image ``file_tokens``. Costs are cached by the text counted, so a
-    message repeated on every step of a run is counted once.
+    result its text or JSON — serialised by the functions the provider wires send them with
+    (``procflow.messages._tool_json``), so the count is of the text sent; a file or image
+    ``file_tokens``. Costs are cached by the text counted, so a message repeated on every step of a run
+    is counted once.
     """
 
     counter: TokenCounter
@@ -60,9 +62,9 @@ class PromptCosts:
         if isinstance(part, PromptText | PromptReasoning):
             return self.text(part.text)
         if isinstance(part, PromptToolCall):
-            return self.text(part.tool_name) + self.text(to_text(part.args))
+            return self.text(part.tool_name) + self.text(tool_args_text(part.args))
         if isinstance(part, PromptToolResult):
-            return self.text(to_text(part.result))
+            return self.text(tool_result_text(part.result))
         if isinstance(part, PromptFile):
             return self.file_tokens
         return 0  # pragma: no cover - PromptPart is a closed union
