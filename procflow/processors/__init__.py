@@ -52,7 +52,7 @@ from procflow.processors.stream_error_retry import (
     is_auth_error,
     transient_kind,
 )
-from procflow.processors.token_limiter import TOKEN_LIMIT_REACHED_CHUNK, TokenLimiter
+from procflow.processors.token_limiter import TOKEN_LIMIT_REACHED_CHUNK, MemoryTrimCallback, TokenLimiter
 from procflow.processors.tool_call_filter import ToolCallFilter
 from procflow.processors.tool_search import (
     DEFAULT_TOOL_SEARCH_INSTRUCTIONS,
@@ -74,6 +74,7 @@ __all__ = [
     "CompatRule",
     "ErrorMatcher",
     "HookName",
+    "MemoryTrimCallback",
     "MessageMend",
     "MessagesResult",
     "PrefillErrorHandler",

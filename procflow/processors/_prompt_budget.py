@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from procflow.messages._to_prompt import message_to_prompt
 from procflow.messages._tool_json import tool_args_text, tool_result_text
+from procflow.messages.message_list import MessageList
 from procflow.messages.prompt import (
     Prompt,
     PromptFile,
@@ -28,9 +30,9 @@ from procflow.processors._tokens import TokenCounter, count_checked
 if TYPE_CHECKING:
     from procflow.tools.tool import Tool
 
-__all__ = ["PromptCosts", "TrimPlan", "plan_trim"]
+__all__ = ["PromptCosts", "TrimPlan", "memory_ids", "plan_trim"]
 
-TrimMode = Literal["best-fit", "contiguous"]
+TrimMode = Literal["best-fit", "contiguous", "memory-only"]
 
 
 @dataclass(slots=True)
@@ -129,6 +131,64 @@ def _touches(message: PromptMessage, ids: set[str]) -> bool:
     )
 
 
+def memory_ids(prompt: Prompt, message_list: MessageList) -> list[str | None]:
+    """For each prompt message, the id of the recalled (``memory``) message it was built from, else None.
+
+    The prompt is matched, in order, against the conversion of the live message list; a prompt message
+    that a processor rewrote or added matches nothing and counts as not recalled (never trimmed).
+    """
+    expected: list[tuple[PromptMessage, str | None]] = []
+    for stored in message_list.all:
+        recalled = stored.id if message_list.source_of(stored.id) == "memory" else None
+        expected.extend((converted, recalled) for converted in message_to_prompt(stored))
+    out: list[str | None] = []
+    position = 0
+    for message in prompt:
+        found = next((k for k in range(position, len(expected)) if expected[k][0] == message), None)
+        if found is None or message.role == "system":
+            out.append(None)
+            continue
+        out.append(expected[found][1])
+        position = found + 1
+    return out
+
+
+def _required(
+    prompt: Prompt,
+    units: list[list[int]],
+    *,
+    protected_ids: set[str],
+    turn_start: int | None,
+    memory: list[str | None] | None,
+) -> list[bool]:
+    last = len(units) - 1
+    if memory is not None:  # memory-only: everything that was not recalled stays
+        return [
+            position == last or any(memory[i] is None for i in unit) for position, unit in enumerate(units)
+        ]
+    start = len(prompt) if turn_start is None else turn_start
+    return [
+        position == last
+        or unit[0] >= start
+        or (bool(protected_ids) and any(_touches(prompt[i], protected_ids) for i in unit))
+        for position, unit in enumerate(units)
+    ]
+
+
+def _blocks(units: list[list[int]], memory: list[str | None] | None) -> list[list[int]]:
+    """Unit positions grouped so that the prompt messages of one recalled message go together."""
+    blocks: list[list[int]] = []
+    previous: set[str] = set()
+    for position, unit in enumerate(units):
+        ids = {i for i in (memory[k] for k in unit) if i is not None} if memory is not None else set()
+        if blocks and ids & previous:
+            blocks[-1].append(position)
+        else:
+            blocks.append([position])
+        previous = ids
+    return blocks
+
+
 def plan_trim(
     prompt: Prompt,
     costs: PromptCosts,
@@ -138,14 +198,19 @@ def plan_trim(
     protected_ids: set[str],
     turn_start: int | None = None,
     mode: TrimMode,
+    headroom: int = 0,
+    memory: list[str | None] | None = None,
 ) -> TrimPlan:
     """Choose the prompt messages to send so the total stays within ``limit`` tokens.
 
     System messages and ``fixed`` (prompt framing, tool definitions) are always counted. Required: the
     newest unit, every unit from ``turn_start`` on (the current turn) and every unit carrying a
-    protected tool call (the current run's). The other units are
-    taken newest first while they fit: ``best-fit`` skips a unit that does not fit and keeps looking at
-    older ones; ``contiguous`` stops at the first that does not fit, so the kept history has no gaps.
+    protected tool call (the current run's); with ``memory`` (``memory-only``), every unit that was not
+    recalled. The other units are taken newest first while they fit: ``best-fit`` skips a unit that
+    does not fit and keeps looking at older ones; ``contiguous`` and ``memory-only`` stop at the first
+    that does not fit, so the kept history has no gaps (``memory-only`` keeps the prompt messages of one
+    recalled message together). Once over ``limit``, the prompt is trimmed down to
+    ``limit - headroom``, so the next calls have room to grow before they must trim again.
     """
     per_message = [costs.message(m) for m in prompt]
     system, units = _units(prompt)
@@ -155,31 +220,26 @@ def plan_trim(
     if tokens_before <= limit:
         return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, tokens_before)
     unit_costs = [sum(per_message[i] for i in unit) for unit in units]
-    last = len(units) - 1
-    start = len(prompt) if turn_start is None else turn_start
-    required = [
-        position == last
-        or unit[0] >= start
-        or (bool(protected_ids) and any(_touches(prompt[i], protected_ids) for i in unit))
-        for position, unit in enumerate(units)
-    ]
+    required = _required(prompt, units, protected_ids=protected_ids, turn_start=turn_start, memory=memory)
     required_tokens = fixed_tokens + sum(c for c, r in zip(unit_costs, required, strict=True) if r)
     if fixed_tokens > limit or required_tokens > limit:
         problem: Literal["system", "required"] = "system" if fixed_tokens > limit else "required"
         return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, required_tokens, problem)
-    room = limit - required_tokens
+    room = max(0, limit - headroom - required_tokens)
     kept = [False] * len(units)
-    for position in range(len(units) - 1, -1, -1):
-        if required[position]:
+    for block in reversed(_blocks(units, memory if mode == "memory-only" else None)):
+        if all(required[p] for p in block):
             continue
-        if unit_costs[position] <= room:
-            kept[position] = True
-            room -= unit_costs[position]
-        elif mode == "contiguous":
+        cost = sum(unit_costs[p] for p in block if not required[p])
+        if cost <= room:
+            for p in block:
+                kept[p] = True
+            room -= cost
+        elif mode != "best-fit":
             break
     for position, unit in enumerate(units):
         if not (kept[position] or required[position]):
             for index in unit:
                 keep[index] = False
-    tokens_after = limit - room
+    tokens_after = fixed + sum(c for c, k in zip(per_message, keep, strict=True) if k)
     return TrimPlan(keep, tokens_before, tokens_after, fixed_tokens, required_tokens)
