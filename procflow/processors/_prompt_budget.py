@@ -8,7 +8,7 @@ results of its tool calls travel together and a call is never separated from its
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -175,18 +175,40 @@ def _required(
     ]
 
 
-def _blocks(units: list[list[int]], memory: list[str | None] | None) -> list[list[int]]:
+def _blocks(units: list[list[int]], memory: list[str | None]) -> list[list[int]]:
     """Unit positions grouped so that the prompt messages of one recalled message go together."""
     blocks: list[list[int]] = []
     previous: set[str] = set()
     for position, unit in enumerate(units):
-        ids = {i for i in (memory[k] for k in unit) if i is not None} if memory is not None else set()
+        ids = {i for i in (memory[k] for k in unit) if i is not None}
         if blocks and ids & previous:
             blocks[-1].append(position)
         else:
             blocks.append([position])
         previous = ids
     return blocks
+
+
+def _take(
+    blocks: Iterable[Sequence[int]], unit_costs: list[int], required: list[bool], room: int, *, skip: bool
+) -> list[bool]:
+    """Which optional units to keep: blocks newest first while they fit (``skip``: past one that does not)."""
+    kept = [False] * len(unit_costs)
+    for block in blocks:
+        if len(block) == 1:
+            position = block[0]
+            if required[position]:
+                continue
+            cost = unit_costs[position]
+        else:
+            cost = sum(unit_costs[p] for p in block if not required[p])
+        if cost <= room:
+            for p in block:
+                kept[p] = not required[p]
+            room -= cost
+        elif not skip:
+            break
+    return kept
 
 
 def plan_trim(
@@ -226,20 +248,18 @@ def plan_trim(
         problem: Literal["system", "required"] = "system" if fixed_tokens > limit else "required"
         return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, required_tokens, problem)
     room = max(0, limit - headroom - required_tokens)
-    kept = [False] * len(units)
-    for block in reversed(_blocks(units, memory if mode == "memory-only" else None)):
-        if all(required[p] for p in block):
-            continue
-        cost = sum(unit_costs[p] for p in block if not required[p])
-        if cost <= room:
-            for p in block:
-                kept[p] = True
-            room -= cost
-        elif mode != "best-fit":
-            break
+    blocks: Iterable[Sequence[int]] = (
+        reversed(_blocks(units, memory))
+        if mode == "memory-only" and memory is not None
+        else ((position,) for position in range(len(units) - 1, -1, -1))
+    )
+    kept = _take(blocks, unit_costs, required, room, skip=mode == "best-fit")
+    taken = 0
     for position, unit in enumerate(units):
-        if not (kept[position] or required[position]):
+        if kept[position]:
+            taken += unit_costs[position]
+        elif not required[position]:
             for index in unit:
                 keep[index] = False
-    tokens_after = fixed + sum(c for c, k in zip(per_message, keep, strict=True) if k)
+    tokens_after = required_tokens + taken
     return TrimPlan(keep, tokens_before, tokens_after, fixed_tokens, required_tokens)
