@@ -33,7 +33,11 @@ FRAGMENTS = [
 ]  # fmt: skip
 texts = st.lists(st.sampled_from(FRAGMENTS), max_size=60).map("".join)
 SYMBOLS = ["1", "23", "456", " ", "  ", "\n", "👍", "🇫🇷", "!!", "...", "-", "\t", "€", "你"]
-symbol_runs = st.lists(st.sampled_from(SYMBOLS), min_size=100, max_size=300).map("".join)
+NO_LETTERS = [" ", "  ", "\n", " \n ", "\r\n", "👍", "🇫🇷", "!!", "...", "-", "\t", "€"]
+symbol_runs = st.one_of(  # the second kind has no fixed boundary at all: the last-two-pieces path
+    st.lists(st.sampled_from(SYMBOLS), min_size=100, max_size=300).map("".join),
+    st.lists(st.sampled_from(NO_LETTERS), min_size=100, max_size=300).map("".join),
+)
 limits = st.integers(1, 150)  # up to well past the 64-byte slack, so chunks also pass whole
 
 

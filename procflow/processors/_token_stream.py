@@ -110,7 +110,7 @@ class TextTally:
         tail_bytes: The UTF-8 length of ``tail`` (a text never has more tokens than bytes).
     """
 
-    __slots__ = ("_count", "_pieces", "_total", "settled", "tail", "tail_bytes")
+    __slots__ = ("_count", "_pieces", "_settle_at", "_total", "settled", "tail", "tail_bytes")
 
     def __init__(self, counter: TokenCounter) -> None:
         self._pieces = _pieces_for(counter)
@@ -123,6 +123,7 @@ class TextTally:
         self.tail = ""
         self.tail_bytes = 0
         self._total: int | None = 0
+        self._settle_at = _SETTLE_CHARS
 
     @property
     def incremental(self) -> bool:
@@ -145,7 +146,7 @@ class TextTally:
         self.tail += text
         self.tail_bytes += _utf8_len(text)
         self._total = None
-        if len(self.tail) > _SETTLE_CHARS:
+        if len(self.tail) > self._settle_at:
             self.settle()
 
     def settle(self) -> None:
@@ -162,6 +163,9 @@ class TextTally:
             self._total = None
         elif len(tail) > _SETTLE_CHARS:
             self._settle_pieces()
+        # A tail that would not shrink (one long piece: a run of emoji, digits or CJK without a break) is
+        # looked at again only once it has doubled, so appending stays linear overall.
+        self._settle_at = max(_SETTLE_CHARS, 2 * len(self.tail))
 
     def _settle_pieces(self) -> None:
         """No fixed boundary in a long tail (digits, symbols, spaces): keep only its last two pieces."""
