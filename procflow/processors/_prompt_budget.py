@@ -8,12 +8,13 @@ results of its tool calls travel together and a call is never separated from its
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from procflow.messages._to_prompt import message_to_prompt
 from procflow.messages._tool_json import tool_args_text, tool_result_text
+from procflow.messages.message import Message
 from procflow.messages.message_list import MessageList
 from procflow.messages.prompt import (
     Prompt,
@@ -97,6 +98,7 @@ class TrimPlan:
         required_tokens: ``fixed_tokens`` plus the units that may not be dropped.
         problem: ``"system"`` when the fixed part alone is over the limit, ``"required"`` when the
             units that may not be dropped do not fit beside it, else ``None``.
+        recalled: ``memory-only`` trims: the recalled message id of each prompt message (or ``None``).
     """
 
     keep: list[bool]
@@ -105,6 +107,7 @@ class TrimPlan:
     fixed_tokens: int
     required_tokens: int
     problem: Literal["system", "required"] | None = None
+    recalled: list[str | None] | None = None
 
     @property
     def dropped(self) -> int:
@@ -131,26 +134,50 @@ def _touches(message: PromptMessage, ids: set[str]) -> bool:
     )
 
 
-def memory_ids(prompt: Prompt, message_list: MessageList) -> list[str | None]:
+def memory_ids(
+    prompt: Prompt,
+    message_list: MessageList,
+    cache: dict[str, tuple[Message, list[PromptMessage]]] | None = None,
+) -> list[str | None]:
     """For each prompt message, the id of the recalled (``memory``) message it was built from, else None.
 
     The prompt is matched, in order, against the conversion of the live message list; a prompt message
     that a processor rewrote or added matches nothing and counts as not recalled (never trimmed).
+    ``cache`` keeps each stored message's conversion for the request (reused while the message object
+    is the same).
     """
+    cache = {} if cache is None else cache
     expected: list[tuple[PromptMessage, str | None]] = []
     for stored in message_list.all:
         recalled = stored.id if message_list.source_of(stored.id) == "memory" else None
-        expected.extend((converted, recalled) for converted in message_to_prompt(stored))
+        hit = cache.get(stored.id)
+        if hit is None or hit[0] is not stored:
+            hit = cache[stored.id] = (stored, message_to_prompt(stored))
+        expected.extend((converted, recalled) for converted in hit[1])
     out: list[str | None] = []
     position = 0
     for message in prompt:
-        found = next((k for k in range(position, len(expected)) if expected[k][0] == message), None)
-        if found is None or message.role == "system":
+        if message.role == "system":
+            out.append(None)
+            continue
+        found = next((k for k in range(position, len(expected)) if _same(expected[k][0], message)), None)
+        if found is None:
             out.append(None)
             continue
         out.append(expected[found][1])
         position = found + 1
     return out
+
+
+def _same(a: PromptMessage, b: PromptMessage) -> bool:
+    """Equal prompt messages (field by field: faster than pydantic's ``==`` for this shape)."""
+    return (
+        a.role == b.role
+        and len(a.content) == len(b.content)
+        and all(
+            type(x) is type(y) and x.__dict__ == y.__dict__ for x, y in zip(a.content, b.content, strict=True)
+        )
+    )
 
 
 def _required(
@@ -221,13 +248,14 @@ def plan_trim(
     turn_start: int | None = None,
     mode: TrimMode,
     headroom: int = 0,
-    memory: list[str | None] | None = None,
+    memory: Callable[[], list[str | None]] | None = None,
 ) -> TrimPlan:
     """Choose the prompt messages to send so the total stays within ``limit`` tokens.
 
     System messages and ``fixed`` (prompt framing, tool definitions) are always counted. Required: the
     newest unit, every unit from ``turn_start`` on (the current turn) and every unit carrying a
-    protected tool call (the current run's); with ``memory`` (``memory-only``), every unit that was not
+    protected tool call (the current run's); with ``memory`` (``memory-only``: it returns the
+    :func:`memory_ids` of the prompt, and is called only when a trim is needed), every unit that was not
     recalled. The other units are taken newest first while they fit: ``best-fit`` skips a unit that
     does not fit and keeps looking at older ones; ``contiguous`` and ``memory-only`` stop at the first
     that does not fit, so the kept history has no gaps (``memory-only`` keeps the prompt messages of one
@@ -242,15 +270,16 @@ def plan_trim(
     if tokens_before <= limit:
         return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, tokens_before)
     unit_costs = [sum(per_message[i] for i in unit) for unit in units]
-    required = _required(prompt, units, protected_ids=protected_ids, turn_start=turn_start, memory=memory)
+    recalled = memory() if memory is not None else None
+    required = _required(prompt, units, protected_ids=protected_ids, turn_start=turn_start, memory=recalled)
     required_tokens = fixed_tokens + sum(c for c, r in zip(unit_costs, required, strict=True) if r)
     if fixed_tokens > limit or required_tokens > limit:
         problem: Literal["system", "required"] = "system" if fixed_tokens > limit else "required"
-        return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, required_tokens, problem)
+        return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, required_tokens, problem, recalled)
     room = max(0, limit - headroom - required_tokens)
     blocks: Iterable[Sequence[int]] = (
-        reversed(_blocks(units, memory))
-        if mode == "memory-only" and memory is not None
+        reversed(_blocks(units, recalled))
+        if mode == "memory-only" and recalled is not None
         else ((position,) for position in range(len(units) - 1, -1, -1))
     )
     kept = _take(blocks, unit_costs, required, room, skip=mode == "best-fit")
@@ -262,4 +291,4 @@ def plan_trim(
             for index in unit:
                 keep[index] = False
     tokens_after = required_tokens + taken
-    return TrimPlan(keep, tokens_before, tokens_after, fixed_tokens, required_tokens)
+    return TrimPlan(keep, tokens_before, tokens_after, fixed_tokens, required_tokens, recalled=recalled)

@@ -200,7 +200,10 @@ class TokenLimiter(OutputLimiting, ProcessorBase):
         costs = self._costs(args.state)
         fixed = self.prompt_overhead + (costs.tools(args.tools) if self.count_tools else 0)
         protected = {i for step in current_run_tool_steps(args.message_list, args.steps) for i in step}
-        memory = memory_ids(args.prompt, args.message_list) if self.trim_mode == "memory-only" else None
+        memory = None
+        if self.trim_mode == "memory-only":
+            cache = args.state.setdefault("conversions", {})
+            memory = lambda: memory_ids(args.prompt, args.message_list, cache)  # noqa: E731
         plan = plan_trim(
             args.prompt,
             costs,
@@ -229,7 +232,7 @@ class TokenLimiter(OutputLimiting, ProcessorBase):
             what = (
                 "recalled history dropped, the messages that were not recalled (the current input, "
                 "this run's tool calls)"
-                if memory is not None
+                if plan.recalled is not None
                 else "older history dropped, the newest message and this run's tool calls"
             )
             args.abort(
@@ -239,8 +242,9 @@ class TokenLimiter(OutputLimiting, ProcessorBase):
             )
         if not plan.dropped:
             return None
-        if memory is not None:
-            removed = {i for i, kept in zip(memory, plan.keep, strict=True) if i is not None and not kept}
+        if plan.recalled is not None:
+            pairs = zip(plan.recalled, plan.keep, strict=True)
+            removed = {i for i, kept in pairs if i is not None and not kept}
             args.state["memory_removed"] = [m.id for m in args.message_list.memory if m.id in removed]
         return ProcessLLMRequestResult(
             prompt=[m for m, kept in zip(args.prompt, plan.keep, strict=True) if kept]
