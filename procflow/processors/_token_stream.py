@@ -48,6 +48,16 @@ The boundaries are found with the pattern in the ``regex`` module; the counts ar
 the property tests compare the incremental count with tiktoken's count of the whole text after every
 chunk of many texts and chunkings.
 
+**Deciding the cut in a stream** (:class:`PrefixBudget`). The answer is the longest prefix ending on a
+grapheme-cluster boundary that fits. A prefix ``n`` counts ``settled + count(tail + text up to n)`` with
+the settled part as it stood before the chunk that reaches ``n`` (that snapshot holds for every longer
+text), so each chunk searches its own boundaries, newest first, and releases up to the first that fits;
+the end of the text so far is not yet a boundary (the next chunk may extend its cluster), so it waits.
+Once ``settled`` alone is over the room, no longer prefix can fit (counts are never negative): the cut is
+final and the rest is dropped. Far from the limit — ``settled + bytes(tail) + SLACK_BYTES`` within the
+room, and a text never has more tokens than UTF-8 bytes — every prefix up to the chunk's end fits, so
+the chunk passes whole without a search.
+
 Other counters (a custom ``count(text)``, or a tiktoken encoding other than o200k_base, whose regex the
 argument above does not cover) have no settled part: the whole accumulated text is counted on each
 chunk, which is exact, and their counts are assumed never to shrink as the text grows.
@@ -215,7 +225,7 @@ class PrefixBudget:
         graphemes: Cut between grapheme clusters (default) or between code points.
     """
 
-    __slots__ = ("_boundaries", "_context", "_held", "_released", "cut", "room", "tally")
+    __slots__ = ("_boundaries", "_context", "_held", "cut", "room", "tally")
 
     def __init__(self, counter: TokenCounter, room: int, *, graphemes: bool = True) -> None:
         self.tally = TextTally(counter)
@@ -224,7 +234,6 @@ class PrefixBudget:
         self._boundaries: Callable[[str], list[int]] = _grapheme_ends if graphemes else _char_ends
         self._held = ""  # received, not released; starts at the end of the released text
         self._context = ""  # released text since the last certain cluster boundary
-        self._released = 0  # tokens of the released text, when known to be the whole text so far
 
     @property
     def tokens(self) -> int:
