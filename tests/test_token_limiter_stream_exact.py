@@ -11,10 +11,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from procflow import Agent
+from procflow.errors import APICallError
 from procflow.messages import Chunk, Message
-from procflow.processors import TOKEN_LIMIT_REACHED_CHUNK, TiktokenCounter, TokenLimiter, truncate_to_tokens
+from procflow.processors import (
+    TOKEN_LIMIT_REACHED_CHUNK,
+    StreamErrorRetryProcessor,
+    TiktokenCounter,
+    TokenLimiter,
+    truncate_to_tokens,
+)
 from procflow.processors._token_stream import TextTally
-from procflow.testing import ScriptedModel, run_output_result, run_output_stream
+from procflow.testing import ScriptedModel, ScriptedStep, run_output_result, run_output_stream
 
 COUNTER = TiktokenCounter()
 ENCODING = COUNTER.encoding
@@ -196,3 +203,31 @@ async def test_agent_stream_and_generate_cut_the_same_text(chunk_size: int) -> N
     expected = longest_fitting(answer, limit)
     assert streamed.result.text == generated.result.text == expected
     assert deltas(streamed.chunks) == expected
+
+
+class NoSleep:
+    """Stands in for the retry delay."""
+
+    async def __call__(self, seconds: float) -> None:
+        return None
+
+
+@pytest.mark.parametrize("strategy", ["truncate", "abort"])
+async def test_a_discarded_attempt_does_not_use_up_the_budget(strategy: str) -> None:
+    """A stream that breaks and is retried: the retried answer gets the whole budget, as if alone."""
+    answer = "Sunny in Oslo, 你好，we'll see."
+    limit = count(answer) + 1
+    # truncate: the broken attempt alone is over the limit; abort: it fits, but not with the answer.
+    broken = "The first attempt talks at length about the weather in Oslo and Bergen " * 3
+    broken = broken if strategy == "truncate" else longest_fitting(broken, limit - 2)
+    assert count(broken) + count(answer) > limit
+    model = ScriptedModel([ScriptedStep(text=broken, error=APICallError("connection reset by peer")), answer])
+    agent = Agent(
+        id="a",
+        model=model,
+        output_processors=[TokenLimiter(limit, strategy=strategy)],  # type: ignore[arg-type]
+        error_processors=[StreamErrorRetryProcessor(sleep=NoSleep())],
+    )
+    outcome = await call(agent, "stream", "Weather?")
+    assert outcome.result.tripwire is None
+    assert outcome.result.text == answer

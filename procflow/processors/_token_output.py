@@ -59,8 +59,7 @@ class OutputLimiting:
         if self.count_mode == "part":
             return await self._per_chunk(args) if part.type == "text-delta" else part
         if part.type != "text-delta":
-            ended = self._end_text(args)
-            return [*ended, part] if ended else part
+            return self._other_chunk(args, part)
         if args.state.get("limit_reached"):
             return None
         await self._ready()
@@ -79,6 +78,20 @@ class OutputLimiting:
         if budget.cut:
             return self._over(args, budget, head)
         return head
+
+    def _other_chunk(self, args: ProcessOutputStreamArgs, part: Chunk) -> StreamResult:
+        """A non-text chunk ends the text run; a step's start and discarded end bound a retried attempt."""
+        state = args.state
+        if part.type == "step-finish" and "discarded" in part.payload:
+            # The attempt's output is thrown away (a retried stream or step): so is its share of the
+            # budget, and its held-back text is never released.
+            state.pop("budget", None)
+            state["output_tokens"], state["limit_reached"] = state.get("at_step_start", (0, False))
+            return part
+        ended = self._end_text(args)
+        if part.type == "step-start":
+            state["at_step_start"] = (state.get("output_tokens", 0), bool(state.get("limit_reached")))
+        return [*ended, part] if ended else part
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: release the text held back while its count was undecided."""
