@@ -15,6 +15,7 @@ from procflow.errors import APICallError
 from procflow.messages import Chunk, Message
 from procflow.processors import (
     TOKEN_LIMIT_REACHED_CHUNK,
+    ProcessOutputStepArgs,
     StreamErrorRetryProcessor,
     TiktokenCounter,
     TokenLimiter,
@@ -231,3 +232,27 @@ async def test_a_discarded_attempt_does_not_use_up_the_budget(strategy: str) -> 
     outcome = await call(agent, "stream", "Weather?")
     assert outcome.result.tripwire is None
     assert outcome.result.text == answer
+
+
+class RejectFirst:
+    """Rejects the first step once, asking for a retry."""
+
+    id = "reject-first"
+
+    def process_output_step(self, args: ProcessOutputStepArgs) -> None:
+        if args.retry_count == 0:
+            args.abort("try again, more briefly", retry=True)
+
+
+async def test_a_rejected_step_does_not_use_up_the_budget() -> None:
+    """A step an output processor rejects is discarded with its budget; the retry is cut as if alone."""
+    first = "A long first answer about the weather in Oslo and Bergen, with many details " * 2
+    answer = "Sunny in Oslo, 你好，we'll see, and more words after the limit."
+    limit = 10
+    model = ScriptedModel([first, answer])
+    agent = Agent(
+        id="a", model=model, output_processors=[TokenLimiter(limit), RejectFirst()], max_processor_retries=1
+    )
+    outcome = await call(agent, "stream", "Weather?")
+    assert outcome.result.tripwire is None
+    assert outcome.result.text == longest_fitting(answer, limit)
