@@ -4,7 +4,10 @@ Baselines, measured in the same process:
 - trimming (first call of a request) vs *counting every text of the same prompt once with tiktoken*
   directly — the floor any exact limiter pays;
 - trimming again on the next step of the same request (counts cached) vs that first call;
-- counting tokens/s through ``TiktokenCounter`` vs calling ``encode_ordinary`` directly.
+- counting tokens/s through ``TiktokenCounter`` vs calling ``encode_ordinary`` directly;
+- the output stream, counted exactly (the accumulated text, incrementally): the cost per chunk over
+  10,000 chunks vs over 1,000 chunks of the same text (flat: it must not grow with the length), and vs
+  counting each chunk alone with tiktoken (the old, inexact way).
 """
 
 from __future__ import annotations
@@ -17,10 +20,24 @@ from typing import Any
 
 from bench._harness import summarize, time_async, time_sync
 from procflow.engine import RunContext
-from procflow.messages import Message, MessageContent, MessageList, Prompt, TextPart, ToolInvocationPart
+from procflow.messages import (
+    Chunk,
+    Message,
+    MessageContent,
+    MessageList,
+    Prompt,
+    TextPart,
+    ToolInvocationPart,
+)
 from procflow.messages.prompt import PromptReasoning, PromptText, PromptToolCall, PromptToolResult
 from procflow.messages.request_context import RequestContext
-from procflow.processors import ProcessLLMRequestArgs, TiktokenCounter, TokenLimiter, make_abort
+from procflow.processors import (
+    ProcessLLMRequestArgs,
+    ProcessOutputStreamArgs,
+    TiktokenCounter,
+    TokenLimiter,
+    make_abort,
+)
 
 SIZES = {"full": (5000, 5), "tiny": (50, 2)}
 WORDS = [
@@ -238,6 +255,129 @@ def bench_load() -> list[dict[str, Any]]:
     ]
 
 
+async def bench_memory_only(size: str) -> list[dict[str, Any]]:
+    """trim_mode="memory-only" on the next step of a request vs best-fit on the same history."""
+    messages, repeat = SIZES[size]
+    ml = _history(messages)
+    prompt = ml.to_prompt()
+    total = sum(len(TiktokenCounter().encoding.encode_ordinary(t)) for t in _texts(prompt))
+    limit = max(total // 4, 200)
+    timings: dict[str, list[float]] = {"best-fit": [], "memory-only": []}
+    limiters = {mode: TokenLimiter(limit, trim_mode=mode) for mode in timings}  # type: ignore[arg-type]
+    states: dict[str, dict[str, Any]] = {mode: {} for mode in timings}
+    for mode, limiter in limiters.items():
+        await limiter.process_llm_request(_args(limiter, ml, prompt, states[mode]))
+    for _ in range(repeat):
+        for mode, limiter in limiters.items():
+            fresh = ml.to_prompt()
+            gc.collect()
+            started = time.perf_counter()
+            await limiter.process_llm_request(_args(limiter, ml, fresh, states[mode]))
+            timings[mode].append(time.perf_counter() - started)
+    base, mine = summarize(timings["best-fit"]), summarize(timings["memory-only"])
+    return [
+        {
+            "name": f"memory-only trim of a {messages:,}-message recalled history (next step)",
+            "value": mine.median * 1000,
+            "unit": "ms",
+            "baseline": base.median * 1000,
+            "baseline_name": "best-fit on the same prompt (ms)",
+            "ratio": mine.median / base.median,
+            "spread": mine.spread,
+            "note": "informational: recalled messages are found by matching the prompt to the message list",
+        }
+    ]
+
+
+STREAM_SIZES = {"full": (1_000, 10_000, 7), "tiny": (50, 200, 1)}
+
+
+def _stream_chunks(count: int) -> list[Chunk]:
+    rng = random.Random(13)
+    text = " ".join(rng.choice(WORDS) for _ in range(count * 6))
+    return [Chunk.text_delta(text[i : i + 20]) for i in range(0, 20 * count, 20)]
+
+
+def _stream_args(limiter: TokenLimiter) -> ProcessOutputStreamArgs:
+    ctx = RunContext(message_list=MessageList(), request_context=RequestContext())
+    return ProcessOutputStreamArgs(
+        part=Chunk("start"),
+        stream_parts=[],
+        abort=make_abort(limiter.id),
+        state={},
+        retry_count=0,
+        request_context=ctx.request_context,
+        message_list=ctx.message_list,
+        writer=None,
+        send_signal=ctx.signal_sender(limiter.id),
+        processor_id=limiter.id,
+    )
+
+
+async def _stream_through(chunks: list[Chunk]) -> float:
+    """Seconds per chunk through ``TokenLimiter.process_output_stream`` (far from its limit)."""
+    limiter = TokenLimiter(10_000_000)
+    args = _stream_args(limiter)
+    hook = limiter.process_output_stream
+    gc.collect()
+    started = time.perf_counter()
+    for chunk in chunks:
+        args.part = chunk
+        if await hook(args) is not chunk:
+            raise AssertionError("far from the limit every chunk passes unchanged")
+    return (time.perf_counter() - started) / len(chunks)
+
+
+async def bench_stream(size: str) -> list[dict[str, Any]]:
+    """Per-chunk cost of the exact stream count: long stream vs short stream vs per-chunk counting."""
+    short_n, long_n, repeat = STREAM_SIZES[size]
+    short, long = _stream_chunks(short_n), _stream_chunks(long_n)
+    encoding = TiktokenCounter().encoding
+    texts = [chunk.text or "" for chunk in long]
+
+    def per_chunk() -> None:
+        for text in texts:
+            encoding.encode_ordinary(text)
+
+    await _stream_through(short)
+    shorts: list[float] = []
+    longs: list[float] = []
+    for _ in range(repeat):  # interleaved, so a load change on the machine hits both alike
+        shorts.append(await _stream_through(short))
+        longs.append(await _stream_through(long))
+    low, high = summarize(shorts), summarize(longs)
+    naive_us = time_sync(per_chunk, number=1, repeat=repeat).median / long_n * 1e6
+    return [
+        {
+            "name": f"exact stream count, {long_n:,} × 20-char chunks (per chunk)",
+            "value": high.median * 1e6,
+            "unit": "µs",
+            "baseline": low.median * 1e6,
+            "baseline_name": f"same, {short_n:,} chunks (µs per chunk)",
+            "ratio": high.median / low.median,
+            "budget": "≤ 1.2×: per-chunk cost flat in the stream's length",
+            "passed": high.median <= 1.2 * low.median,
+            "spread": high.spread,
+            "note": "TokenLimiter.process_output_stream far from its limit, called directly",
+        },
+        {
+            "name": "exact stream count vs counting each chunk alone (per chunk)",
+            "value": high.median * 1e6,
+            "unit": "µs",
+            "baseline": naive_us,
+            "baseline_name": "tiktoken encode_ordinary per chunk (µs)",
+            "ratio": high.median * 1e6 / naive_us,
+            "note": "informational: what exactness costs over the old, inexact per-chunk sum",
+        },
+    ]
+
+
 async def run(size: str = "full") -> list[dict[str, Any]]:
     """All TokenLimiter rows (``size="tiny"`` for the smoke test); the bench runner awaits it."""
-    return [*bench_load(), *await bench_trim(size), *bench_counting(size)]
+    return [
+        *bench_load(),
+        *await bench_trim(size),
+        *await bench_memory_only(size),
+        *bench_counting(size),
+        *await bench_stream(size),
+    ]

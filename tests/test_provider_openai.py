@@ -190,11 +190,11 @@ async def test_request_body_follows_the_chat_completions_format(server: FakeProv
                 {
                     "id": "call_1",
                     "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
                 }
             ],
         },
-        {"role": "tool", "tool_call_id": "call_1", "content": '{"temp": 21}'},
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"temp":21}'},
     ]
     assert body["tools"] == [
         {

@@ -19,11 +19,20 @@ def limit_chunks(chunks: list[Chunk]) -> list[Chunk]:
     return [c for c in chunks if c.type == TOKEN_LIMIT_REACHED_CHUNK]
 
 
-async def test_stream_within_limit_passes_unchanged() -> None:
-    """Text under the limit streams through untouched, chunk for chunk."""
+async def test_stream_far_from_the_limit_passes_unchanged() -> None:
+    """Text far under the limit streams through untouched, chunk for chunk."""
+    chunks = [Chunk.text_delta("Hello"), Chunk.text_delta(" world"), Chunk("finish")]
+    outcome = await run_output_stream(TokenLimiter(100), chunks)
+    assert outcome.chunks == chunks
+    assert limit_chunks(outcome.chunks) == []
+
+
+async def test_stream_near_the_limit_holds_back_only_until_decided() -> None:
+    """Near the limit the last cluster waits for the next chunk; the text run's end releases it all."""
     chunks = [Chunk.text_delta("Hello"), Chunk.text_delta(" world"), Chunk("finish")]
     outcome = await run_output_stream(TokenLimiter(10), chunks)
-    assert outcome.chunks == chunks
+    assert deltas(outcome.chunks) == ["Hell", "o worl", "d"]
+    assert [c.type for c in outcome.chunks][-1] == "finish"
     assert limit_chunks(outcome.chunks) == []
 
 
@@ -97,9 +106,9 @@ async def test_limit_counting_lasts_for_the_whole_request() -> None:
     first = await run_output_stream(processor, [" a", " b", " c"], state=state)
     second = await run_output_stream(processor, [" d"], state=state)
     fresh = await run_output_stream(processor, [" d"])
-    assert deltas(first.chunks) == [" a", " b", " c"]
+    assert "".join(deltas(first.chunks)) == " a b c"
     assert deltas(second.chunks) == []
-    assert deltas(fresh.chunks) == [" d"]
+    assert "".join(deltas(fresh.chunks)) == " d"
 
 
 async def test_result_text_is_truncated_between_characters() -> None:

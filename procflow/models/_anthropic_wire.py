@@ -7,6 +7,7 @@ import json
 from typing import Any, assert_never
 
 from procflow.errors import ConfigurationError, InvalidResponseError
+from procflow.messages._tool_json import tool_result_text
 from procflow.messages.prompt import (
     PromptFile,
     PromptMessage,
@@ -85,11 +86,10 @@ def _file_block(part: PromptFile) -> dict[str, Any]:
 
 
 def _tool_result_block(part: PromptToolResult) -> dict[str, Any]:
-    result = part.result
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": part.tool_call_id,
-        "content": result if isinstance(result, str) else json.dumps(result, default=str),
+        "content": tool_result_text(part.result),
     }
     if part.is_error:
         block["is_error"] = True

@@ -6,6 +6,7 @@ import json
 from typing import Any, assert_never
 
 from procflow.errors import ConfigurationError, InvalidResponseError
+from procflow.messages._tool_json import tool_args_text, tool_result_text
 from procflow.messages.prompt import (
     PromptFile,
     PromptMessage,
@@ -87,7 +88,7 @@ def _assistant_message(message: PromptMessage) -> dict[str, Any]:
         {
             "id": part.tool_call_id,
             "type": "function",
-            "function": {"name": part.tool_name, "arguments": json.dumps(part.args)},
+            "function": {"name": part.tool_name, "arguments": tool_args_text(part.args)},
         }
         for part in message.content
         if isinstance(part, PromptToolCall)
@@ -96,10 +97,6 @@ def _assistant_message(message: PromptMessage) -> dict[str, Any]:
     if calls:
         out["tool_calls"] = calls
     return out
-
-
-def _tool_content(result: Any) -> str:
-    return result if isinstance(result, str) else json.dumps(result, default=str)
 
 
 def _messages(request: ModelRequest, provider: str) -> list[dict[str, Any]]:
@@ -114,7 +111,7 @@ def _messages(request: ModelRequest, provider: str) -> list[dict[str, Any]]:
             out.append(_assistant_message(message))
         elif role == "tool":
             out.extend(
-                {"role": "tool", "tool_call_id": part.tool_call_id, "content": _tool_content(part.result)}
+                {"role": "tool", "tool_call_id": part.tool_call_id, "content": tool_result_text(part.result)}
                 for part in message.content
                 if isinstance(part, PromptToolResult)
             )

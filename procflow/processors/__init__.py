@@ -20,7 +20,8 @@ from procflow.processors._response_cache import (
     ResponseCache,
     build_response_cache_key,
 )
-from procflow.processors._tokens import TiktokenCounter, TokenCounter, truncate_to_tokens
+from procflow.processors._token_stream import truncate_to_tokens
+from procflow.processors._tokens import TiktokenCounter, TokenCounter
 from procflow.processors.args import (
     MessagesResult,
     ProcessAPIErrorArgs,
@@ -71,7 +72,7 @@ from procflow.processors.stream_error_retry import (
     is_auth_error,
     transient_kind,
 )
-from procflow.processors.token_limiter import TOKEN_LIMIT_REACHED_CHUNK, TokenLimiter
+from procflow.processors.token_limiter import TOKEN_LIMIT_REACHED_CHUNK, MemoryTrimCallback, TokenLimiter
 from procflow.processors.tool_call_filter import ToolCallFilter
 from procflow.processors.tool_search import (
     DEFAULT_TOOL_SEARCH_INSTRUCTIONS,
@@ -103,6 +104,7 @@ __all__ = [
     "JudgeUsage",
     "KeyFunction",
     "LanguageDetector",
+    "MemoryTrimCallback",
     "MessageMend",
     "MessagesResult",
     "ModelIdentity",

@@ -8,10 +8,14 @@ results of its tool calls travel together and a call is never separated from its
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from procflow.messages._to_prompt import message_to_prompt
+from procflow.messages._tool_json import tool_args_text, tool_result_text
+from procflow.messages.message import Message
+from procflow.messages.message_list import MessageList
 from procflow.messages.prompt import (
     Prompt,
     PromptFile,
@@ -23,14 +27,13 @@ from procflow.messages.prompt import (
     PromptToolResult,
 )
 from procflow.processors._tokens import TokenCounter, count_checked
-from procflow.processors._tool_traffic import to_text
 
 if TYPE_CHECKING:
     from procflow.tools.tool import Tool
 
-__all__ = ["PromptCosts", "TrimPlan", "plan_trim"]
+__all__ = ["PromptCosts", "TrimPlan", "memory_ids", "plan_trim"]
 
-TrimMode = Literal["best-fit", "contiguous"]
+TrimMode = Literal["best-fit", "contiguous", "memory-only"]
 
 
 @dataclass(slots=True)
@@ -39,8 +42,10 @@ class PromptCosts:
 
     A message costs ``message_overhead`` (the provider's framing) plus its role's tokens plus its parts'.
     A text or reasoning part costs its text's tokens; a tool call its name and JSON arguments; a tool
-    result its text or JSON; a file or image ``file_tokens``. Costs are cached by the text counted, so a
-    message repeated on every step of a run is counted once.
+    result its text or JSON — serialised by the functions the provider wires send them with
+    (``procflow.messages._tool_json``), so the count is of the text sent; a file or image
+    ``file_tokens``. Costs are cached by the text counted, so a message repeated on every step of a run
+    is counted once.
     """
 
     counter: TokenCounter
@@ -60,9 +65,9 @@ class PromptCosts:
         if isinstance(part, PromptText | PromptReasoning):
             return self.text(part.text)
         if isinstance(part, PromptToolCall):
-            return self.text(part.tool_name) + self.text(to_text(part.args))
+            return self.text(part.tool_name) + self.text(tool_args_text(part.args))
         if isinstance(part, PromptToolResult):
-            return self.text(to_text(part.result))
+            return self.text(tool_result_text(part.result))
         if isinstance(part, PromptFile):
             return self.file_tokens
         return 0  # pragma: no cover - PromptPart is a closed union
@@ -93,6 +98,7 @@ class TrimPlan:
         required_tokens: ``fixed_tokens`` plus the units that may not be dropped.
         problem: ``"system"`` when the fixed part alone is over the limit, ``"required"`` when the
             units that may not be dropped do not fit beside it, else ``None``.
+        recalled: ``memory-only`` trims: the recalled message id of each prompt message (or ``None``).
     """
 
     keep: list[bool]
@@ -101,6 +107,7 @@ class TrimPlan:
     fixed_tokens: int
     required_tokens: int
     problem: Literal["system", "required"] | None = None
+    recalled: list[str | None] | None = None
 
     @property
     def dropped(self) -> int:
@@ -127,6 +134,110 @@ def _touches(message: PromptMessage, ids: set[str]) -> bool:
     )
 
 
+def memory_ids(
+    prompt: Prompt,
+    message_list: MessageList,
+    cache: dict[str, tuple[Message, list[PromptMessage]]] | None = None,
+) -> list[str | None]:
+    """For each prompt message, the id of the recalled (``memory``) message it was built from, else None.
+
+    The prompt is matched, in order, against the conversion of the live message list; a prompt message
+    that a processor rewrote or added matches nothing and counts as not recalled (never trimmed).
+    ``cache`` keeps each stored message's conversion for the request (reused while the message object
+    is the same).
+    """
+    cache = {} if cache is None else cache
+    expected: list[tuple[PromptMessage, str | None]] = []
+    for stored in message_list.all:
+        recalled = stored.id if message_list.source_of(stored.id) == "memory" else None
+        hit = cache.get(stored.id)
+        if hit is None or hit[0] is not stored:
+            hit = cache[stored.id] = (stored, message_to_prompt(stored))
+        expected.extend((converted, recalled) for converted in hit[1])
+    out: list[str | None] = []
+    position = 0
+    for message in prompt:
+        if message.role == "system":
+            out.append(None)
+            continue
+        found = next((k for k in range(position, len(expected)) if _same(expected[k][0], message)), None)
+        if found is None:
+            out.append(None)
+            continue
+        out.append(expected[found][1])
+        position = found + 1
+    return out
+
+
+def _same(a: PromptMessage, b: PromptMessage) -> bool:
+    """Equal prompt messages (field by field: faster than pydantic's ``==`` for this shape)."""
+    return (
+        a.role == b.role
+        and len(a.content) == len(b.content)
+        and all(
+            type(x) is type(y) and x.__dict__ == y.__dict__ for x, y in zip(a.content, b.content, strict=True)
+        )
+    )
+
+
+def _required(
+    prompt: Prompt,
+    units: list[list[int]],
+    *,
+    protected_ids: set[str],
+    turn_start: int | None,
+    memory: list[str | None] | None,
+) -> list[bool]:
+    last = len(units) - 1
+    if memory is not None:  # memory-only: everything that was not recalled stays
+        return [
+            position == last or any(memory[i] is None for i in unit) for position, unit in enumerate(units)
+        ]
+    start = len(prompt) if turn_start is None else turn_start
+    return [
+        position == last
+        or unit[0] >= start
+        or (bool(protected_ids) and any(_touches(prompt[i], protected_ids) for i in unit))
+        for position, unit in enumerate(units)
+    ]
+
+
+def _blocks(units: list[list[int]], memory: list[str | None]) -> list[list[int]]:
+    """Unit positions grouped so that the prompt messages of one recalled message go together."""
+    blocks: list[list[int]] = []
+    previous: set[str] = set()
+    for position, unit in enumerate(units):
+        ids = {i for i in (memory[k] for k in unit) if i is not None}
+        if blocks and ids & previous:
+            blocks[-1].append(position)
+        else:
+            blocks.append([position])
+        previous = ids
+    return blocks
+
+
+def _take(
+    blocks: Iterable[Sequence[int]], unit_costs: list[int], required: list[bool], room: int, *, skip: bool
+) -> list[bool]:
+    """Which optional units to keep: blocks newest first while they fit (``skip``: past one that does not)."""
+    kept = [False] * len(unit_costs)
+    for block in blocks:
+        if len(block) == 1:
+            position = block[0]
+            if required[position]:
+                continue
+            cost = unit_costs[position]
+        else:
+            cost = sum(unit_costs[p] for p in block if not required[p])
+        if cost <= room:
+            for p in block:
+                kept[p] = not required[p]
+            room -= cost
+        elif not skip:
+            break
+    return kept
+
+
 def plan_trim(
     prompt: Prompt,
     costs: PromptCosts,
@@ -136,14 +247,20 @@ def plan_trim(
     protected_ids: set[str],
     turn_start: int | None = None,
     mode: TrimMode,
+    headroom: int = 0,
+    memory: Callable[[], list[str | None]] | None = None,
 ) -> TrimPlan:
     """Choose the prompt messages to send so the total stays within ``limit`` tokens.
 
     System messages and ``fixed`` (prompt framing, tool definitions) are always counted. Required: the
     newest unit, every unit from ``turn_start`` on (the current turn) and every unit carrying a
-    protected tool call (the current run's). The other units are
-    taken newest first while they fit: ``best-fit`` skips a unit that does not fit and keeps looking at
-    older ones; ``contiguous`` stops at the first that does not fit, so the kept history has no gaps.
+    protected tool call (the current run's); with ``memory`` (``memory-only``: it returns the
+    :func:`memory_ids` of the prompt, and is called only when a trim is needed), every unit that was not
+    recalled. The other units are taken newest first while they fit: ``best-fit`` skips a unit that
+    does not fit and keeps looking at older ones; ``contiguous`` and ``memory-only`` stop at the first
+    that does not fit, so the kept history has no gaps (``memory-only`` keeps the prompt messages of one
+    recalled message together). Once over ``limit``, the prompt is trimmed down to
+    ``limit - headroom``, so the next calls have room to grow before they must trim again.
     """
     per_message = [costs.message(m) for m in prompt]
     system, units = _units(prompt)
@@ -153,31 +270,25 @@ def plan_trim(
     if tokens_before <= limit:
         return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, tokens_before)
     unit_costs = [sum(per_message[i] for i in unit) for unit in units]
-    last = len(units) - 1
-    start = len(prompt) if turn_start is None else turn_start
-    required = [
-        position == last
-        or unit[0] >= start
-        or (bool(protected_ids) and any(_touches(prompt[i], protected_ids) for i in unit))
-        for position, unit in enumerate(units)
-    ]
+    recalled = memory() if memory is not None else None
+    required = _required(prompt, units, protected_ids=protected_ids, turn_start=turn_start, memory=recalled)
     required_tokens = fixed_tokens + sum(c for c, r in zip(unit_costs, required, strict=True) if r)
     if fixed_tokens > limit or required_tokens > limit:
         problem: Literal["system", "required"] = "system" if fixed_tokens > limit else "required"
-        return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, required_tokens, problem)
-    room = limit - required_tokens
-    kept = [False] * len(units)
-    for position in range(len(units) - 1, -1, -1):
-        if required[position]:
-            continue
-        if unit_costs[position] <= room:
-            kept[position] = True
-            room -= unit_costs[position]
-        elif mode == "contiguous":
-            break
+        return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, required_tokens, problem, recalled)
+    room = max(0, limit - headroom - required_tokens)
+    blocks: Iterable[Sequence[int]] = (
+        reversed(_blocks(units, recalled))
+        if mode == "memory-only" and recalled is not None
+        else ((position,) for position in range(len(units) - 1, -1, -1))
+    )
+    kept = _take(blocks, unit_costs, required, room, skip=mode == "best-fit")
+    taken = 0
     for position, unit in enumerate(units):
-        if not (kept[position] or required[position]):
+        if kept[position]:
+            taken += unit_costs[position]
+        elif not required[position]:
             for index in unit:
                 keep[index] = False
-    tokens_after = limit - room
-    return TrimPlan(keep, tokens_before, tokens_after, fixed_tokens, required_tokens)
+    tokens_after = required_tokens + taken
+    return TrimPlan(keep, tokens_before, tokens_after, fixed_tokens, required_tokens, recalled=recalled)

@@ -31,14 +31,12 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import regex
-
 from procflow.errors import ConfigurationError, TokenizerDataError
 
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["TiktokenCounter", "TokenCounter", "load_o200k_base", "truncate_to_tokens"]
+__all__ = ["TiktokenCounter", "TokenCounter", "count_checked", "load_o200k_base"]
 
 _DATA_PACKAGE = "bpe_openai"
 _DATA_FILE = "o200k_base.tiktoken.gz"
@@ -59,8 +57,6 @@ _O200K_SPECIAL = {"<|endoftext|>": 199_999, "<|endofprompt|>": 200_018}
 
 _lock = threading.Lock()
 _cache: dict[str, tiktoken.Encoding] = {}
-
-_GRAPHEME = regex.compile(r"\X")
 
 
 def _data_path() -> Path:
@@ -173,20 +169,27 @@ class TiktokenCounter:
         return len(self.encoding.encode_ordinary(text))
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        """Return the longest prefix of ``text`` of at most ``max_tokens`` tokens, cut between characters."""
+        """Return the longest prefix of ``text`` of at most ``max_tokens`` tokens, cut between characters.
+
+        Longest really: a prefix can count more tokens than a longer one (``" unbelievab"`` vs
+        ``" unbelievable"``), so the search looks past the first prefix that does not fit. (With an
+        encoding other than ``o200k_base`` the prefix is the text of the first ``max_tokens`` tokens,
+        shortened until it fits: it fits, but may not be the longest.)
+        """
         if max_tokens <= 0 or not text:
             return ""
+        if self.name == "o200k_base":
+            from procflow.processors._token_stream import longest_prefix
+
+            return longest_prefix(self, text, max_tokens, graphemes=False)
         encoding = self.encoding
         tokens = encoding.encode_ordinary(text)
         if len(tokens) <= max_tokens:
             return text
-        data = encoding.decode_bytes(tokens[:max_tokens])
-        try:
-            prefix = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            # The tokens are a byte prefix of valid UTF-8: only a character cut at the end can fail.
-            prefix = data[: exc.start].decode("utf-8")
-        return prefix
+        end = len(encoding.decode(tokens[:max_tokens], errors="ignore"))
+        while end > 0 and self.count(text[:end]) > max_tokens:
+            end -= 1
+        return text[:end]
 
     def __repr__(self) -> str:
         return f"TiktokenCounter({self.name!r})"
@@ -200,50 +203,3 @@ def count_checked(counter: TokenCounter, text: str) -> int:
             f"token counter {counter!r} returned {value!r} for a text; count() must return a non-negative int"
         )
     return value
-
-
-def _grapheme_floor(text: str, end: int) -> int:
-    """The largest grapheme-cluster boundary of ``text`` at or before ``end``."""
-    if end >= len(text):
-        return len(text)
-    boundary = 0
-    for match in _GRAPHEME.finditer(text, 0, len(text)):
-        if match.end() > end:
-            break
-        boundary = match.end()
-    return boundary
-
-
-def _search_prefix(counter: TokenCounter, text: str, max_tokens: int) -> int:
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count_checked(counter, text[:middle]) <= max_tokens:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def truncate_to_tokens(counter: TokenCounter, text: str, max_tokens: int) -> str:
-    """Return the longest prefix of ``text`` that counts at most ``max_tokens``, never splitting a character.
-
-    The cut falls between user-perceived characters (grapheme clusters): an accent stays on its letter
-    and an emoji sequence such as a family or a skin-toned thumb stays whole or goes whole. The
-    result's count is checked, so it never exceeds ``max_tokens``.
-    """
-    if max_tokens <= 0 or not text:
-        return ""
-    if count_checked(counter, text) <= max_tokens:
-        return text
-    truncate = getattr(counter, "truncate", None)
-    head = truncate(text, max_tokens) if callable(truncate) else None
-    if isinstance(head, str) and text.startswith(head):
-        end = len(head)
-    else:
-        end = _search_prefix(counter, text, max_tokens)
-    end = _grapheme_floor(text, end)
-    # Re-encoding a prefix can merge differently from the full text: shrink until it really fits.
-    while end > 0 and count_checked(counter, text[:end]) > max_tokens:
-        end = _grapheme_floor(text, end - 1)
-    return text[:end]

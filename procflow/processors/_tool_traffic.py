@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from procflow.messages._tool_json import tool_result_text
 from procflow.messages.message_list import MessageList
 from procflow.messages.parts import StepStartPart, ToolInvocationPart
 from procflow.messages.results import StepResult
@@ -13,10 +13,12 @@ __all__ = ["current_run_tool_steps", "to_text"]
 
 
 def to_text(value: Any) -> str:
-    """A tool's arguments or result as the model reads it: strings as they are, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """A tool's arguments or result as the model reads it: strings as they are, anything else as JSON.
+
+    The wire's own serialiser (:func:`procflow.messages._tool_json.tool_result_text`), so what is counted
+    is what is sent.
+    """
+    return tool_result_text(value)
 
 
 def current_run_tool_steps(message_list: MessageList, steps: list[StepResult]) -> list[list[str]]:

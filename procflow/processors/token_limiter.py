@@ -16,35 +16,31 @@ Place TokenLimiter after the other processors that rewrite the request, so it me
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeAlias
 
 import anyio.to_thread
 
 from procflow.errors import ConfigurationError
-from procflow.messages.chunk import Chunk
-from procflow.messages.message import Message
 from procflow.messages.message_list import MessageList
-from procflow.messages.parts import Part, TextPart
 from procflow.messages.prompt import Prompt
-from procflow.processors._prompt_budget import PromptCosts, TrimMode, plan_trim
-from procflow.processors._tokens import TiktokenCounter, TokenCounter, count_checked, truncate_to_tokens
+from procflow.messages.request_context import RequestContext
+from procflow.processors._prompt_budget import PromptCosts, TrimMode, memory_ids, plan_trim
+from procflow.processors._token_output import TOKEN_LIMIT_REACHED_CHUNK, OutputLimiting
+from procflow.processors._tokens import TiktokenCounter, TokenCounter
 from procflow.processors._tool_traffic import current_run_tool_steps
-from procflow.processors.args import (
-    ProcessLLMRequestArgs,
-    ProcessLLMRequestResult,
-    ProcessOutputResultArgs,
-    ProcessOutputStreamArgs,
-    StreamResult,
-)
+from procflow.processors.args import ProcessLLMRequestArgs, ProcessLLMRequestResult
 from procflow.processors.base import ProcessorBase
 
-__all__ = ["TOKEN_LIMIT_REACHED_CHUNK", "TokenLimiter"]
+__all__ = ["TOKEN_LIMIT_REACHED_CHUNK", "MemoryTrimCallback", "TokenLimiter"]
+
+MemoryTrimCallback: TypeAlias = Callable[[list[str], RequestContext], Awaitable[None] | None]
+"""``on_memory_trim(removed_ids, request_context)``: sync or async, called with the ids of the recalled
+messages a ``memory-only`` trim left out, oldest first (each id once per request)."""
 
 _THREAD_THRESHOLD = 256
 """A request's first prompt with more messages than this is counted in a worker thread."""
-
-TOKEN_LIMIT_REACHED_CHUNK = "data-token-limit-reached"
-"""The type of the transient chunk a truncating TokenLimiter emits once when it starts dropping text."""
 
 
 def _non_negative_int(name: str, value: object, *, minimum: int = 0) -> int:
@@ -53,7 +49,7 @@ def _non_negative_int(name: str, value: object, *, minimum: int = 0) -> int:
     return value
 
 
-class TokenLimiter(ProcessorBase):
+class TokenLimiter(OutputLimiting, ProcessorBase):
     """Keeps the prompt within ``limit`` tokens (input side) or caps the response (output side).
 
     Counts are exact integers from a :class:`TokenCounter` — by default tiktoken's ``o200k_base``,
@@ -63,17 +59,23 @@ class TokenLimiter(ProcessorBase):
     docstring for why it works there). Always kept: the system messages; the current turn — the newest
     user message of the request's input and everything after it, so the current run's tool calls with
     their results — and the newest message. Older messages are taken newest first while they fit. A
-    tool call is never separated from its result. When the system messages (with the tool definitions)
-    alone exceed the limit, or the messages that must be kept do not fit beside them, it raises a
-    non-retryable tripwire saying so.
+    tool call is never separated from its result. With ``trim_mode="memory-only"`` only messages
+    recalled from memory are candidates, oldest first, and ``on_memory_trim`` hears which were left
+    out; ``trim_headroom`` makes a trim go below the limit so the next calls need not trim at once.
+    When the system messages (with the tool definitions) alone exceed the limit, or the messages that
+    must be kept do not fit beside them, it raises a non-retryable tripwire saying so.
 
-    As an **output processor** it counts the streamed text (``text-delta`` chunks): past the limit,
-    ``strategy="truncate"`` drops the rest of the text (the chunk that crosses the limit is cut to fit)
-    and emits one transient ``data-token-limit-reached`` chunk, while ``strategy="abort"`` raises a
-    tripwire. ``count_mode="cumulative"`` counts the whole response, ``count_mode="part"`` each chunk on
-    its own. Each chunk is counted on its own text, so a word split across two chunks may count one
-    token more than in the joined text. On the final result, the response text is cut to the limit
-    between characters (or aborted).
+    As an **output processor** it caps the response text. ``count_mode="cumulative"`` (default) counts
+    the whole response exactly: each text run (the text between two other chunks, which becomes one
+    text part) is counted as one text, never as a sum of per-chunk counts, and the runs share the
+    budget. The stream keeps the longest prefix of the response that fits, cut between grapheme
+    clusters — the same text whatever the chunking, and the same text ``process_output_result`` keeps
+    from the whole response. ``strategy="truncate"`` then drops the rest and emits one transient
+    ``data-token-limit-reached`` chunk; ``strategy="abort"`` raises a tripwire when the response does
+    not fit. To decide exactly, text near the limit is held back briefly: the last grapheme cluster of
+    a chunk (it may still grow), and, once over the limit, the last word or two (BPE may still merge
+    them into fewer tokens); it is released at the latest when the text run ends. Far from the limit
+    chunks pass unchanged. ``count_mode="part"`` counts each chunk (and each final text part) alone.
 
     Args:
         limit: The token budget (a positive int).
@@ -82,7 +84,16 @@ class TokenLimiter(ProcessorBase):
         count_mode: Output side: ``"cumulative"`` (whole response) or ``"part"`` (each chunk or part).
         trim_mode: Input side: ``"best-fit"`` keeps any older message that still fits after a larger one
             was dropped; ``"contiguous"`` stops at the first message that does not fit, so the kept
-            history has no gaps.
+            history has no gaps; ``"memory-only"`` trims only messages recalled from memory (source
+            ``memory`` in the message list), oldest first, and never anything else — the current input,
+            this run's tool traffic, messages processors added.
+        trim_headroom: Input side, hysteresis: once the prompt is over the limit, trim it down to
+            ``limit - trim_headroom`` tokens rather than to the limit, so the next calls (and, with
+            ``on_memory_trim`` telling memory what was left out, the next turns) can grow by that much
+            before they must trim again. ``0`` (default) trims to the limit.
+        on_memory_trim: With ``trim_mode="memory-only"``: ``on_memory_trim(removed_ids,
+            request_context)``, sync or async, called after a trim with the ids of the recalled
+            messages left out (each id once per request), for example to move a recall watermark.
         count_tools: Input side: count the tool definitions offered to the model.
         message_overhead: Tokens of provider framing per message (role markers), added to its content.
         prompt_overhead: Tokens of framing per prompt (the reply primer).
@@ -100,6 +111,8 @@ class TokenLimiter(ProcessorBase):
         strategy: Literal["truncate", "abort"] = "truncate",
         count_mode: Literal["cumulative", "part"] = "cumulative",
         trim_mode: TrimMode = "best-fit",
+        trim_headroom: int = 0,
+        on_memory_trim: MemoryTrimCallback | None = None,
         count_tools: bool = True,
         message_overhead: int = 3,
         prompt_overhead: int = 3,
@@ -113,10 +126,22 @@ class TokenLimiter(ProcessorBase):
             raise ConfigurationError(
                 f"TokenLimiter count_mode must be 'cumulative' or 'part', got {count_mode!r}"
             )
-        if trim_mode not in ("best-fit", "contiguous"):
+        if trim_mode not in ("best-fit", "contiguous", "memory-only"):
             raise ConfigurationError(
-                f"TokenLimiter trim_mode must be 'best-fit' or 'contiguous', got {trim_mode!r}"
+                f"TokenLimiter trim_mode must be 'best-fit', 'contiguous' or 'memory-only', got {trim_mode!r}"
             )
+        self.trim_headroom = _non_negative_int("trim_headroom", trim_headroom)
+        if self.trim_headroom >= self.limit:
+            raise ConfigurationError(
+                f"TokenLimiter trim_headroom ({trim_headroom}) must be below the limit ({limit}): a trim "
+                "goes down to limit - trim_headroom tokens"
+            )
+        if on_memory_trim is not None and (trim_mode != "memory-only" or not callable(on_memory_trim)):
+            raise ConfigurationError(
+                "TokenLimiter on_memory_trim must be a callable, and needs trim_mode='memory-only' "
+                "(only recalled messages are trimmed by id)"
+            )
+        self.on_memory_trim = on_memory_trim
         if counter is not None and not callable(getattr(counter, "count", None)):
             raise ConfigurationError(
                 f"TokenLimiter counter {counter!r} has no count(text) method; pass an object with "
@@ -135,10 +160,6 @@ class TokenLimiter(ProcessorBase):
     def __repr__(self) -> str:
         return f"TokenLimiter({self.limit}, id={self.id!r})"
 
-    def count(self, text: str) -> int:
-        """Return the tokens of ``text`` with this limiter's counter."""
-        return count_checked(self.counter, text)
-
     # -- input side ----------------------------------------------------------------------------------
 
     def _costs(self, state: dict[str, Any]) -> PromptCosts:
@@ -146,12 +167,6 @@ class TokenLimiter(ProcessorBase):
         if not isinstance(costs, PromptCosts):
             costs = state["costs"] = PromptCosts(self.counter, self.message_overhead, self.file_tokens)
         return costs
-
-    async def _ready(self) -> None:
-        """Load the default encoding in a worker thread, so its one-off load never blocks the loop."""
-        counter = self.counter
-        if isinstance(counter, TiktokenCounter) and not counter.is_loaded:
-            await anyio.to_thread.run_sync(lambda: counter.encoding)
 
     async def process_llm_request(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | None:
         """Trim this call's prompt to the limit; abort when even the required messages do not fit.
@@ -161,13 +176,34 @@ class TokenLimiter(ProcessorBase):
         """
         await self._ready()
         if "costs" not in args.state and len(args.prompt) > _THREAD_THRESHOLD:
-            return await anyio.to_thread.run_sync(self._trim, args)
-        return self._trim(args)
+            result = await anyio.to_thread.run_sync(self._trim, args)
+        else:
+            result = self._trim(args)
+        await self._report_memory_trim(args)
+        return result
+
+    async def _report_memory_trim(self, args: ProcessLLMRequestArgs) -> None:
+        """Tell ``on_memory_trim`` which recalled messages were left out (each id once per request)."""
+        removed: list[str] = args.state.pop("memory_removed", [])
+        if self.on_memory_trim is None or not removed:
+            return
+        reported: set[str] = args.state.setdefault("memory_reported", set())
+        new = [i for i in removed if i not in reported]
+        if not new:
+            return
+        reported.update(new)
+        outcome = self.on_memory_trim(new, args.request_context)
+        if inspect.isawaitable(outcome):
+            await outcome
 
     def _trim(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | None:
         costs = self._costs(args.state)
         fixed = self.prompt_overhead + (costs.tools(args.tools) if self.count_tools else 0)
         protected = {i for step in current_run_tool_steps(args.message_list, args.steps) for i in step}
+        memory = None
+        if self.trim_mode == "memory-only":
+            cache = args.state.setdefault("conversions", {})
+            memory = lambda: memory_ids(args.prompt, args.message_list, cache)  # noqa: E731
         plan = plan_trim(
             args.prompt,
             costs,
@@ -176,6 +212,8 @@ class TokenLimiter(ProcessorBase):
             protected_ids=protected,
             turn_start=_turn_start(args.prompt, args.message_list),
             mode=self.trim_mode,
+            headroom=self.trim_headroom,
+            memory=memory,
         )
         args.state["last_trim"] = {
             "tokens_before": plan.tokens_before,
@@ -191,111 +229,26 @@ class TokenLimiter(ProcessorBase):
                 metadata={**metadata, "cause": "system-over-limit"},
             )
         if plan.problem == "required":
+            what = (
+                "recalled history dropped, the messages that were not recalled (the current input, "
+                "this run's tool calls)"
+                if plan.recalled is not None
+                else "older history dropped, the newest message and this run's tool calls"
+            )
             args.abort(
-                f"Even with all older history dropped, the newest message and this run's tool calls need "
-                f"{plan.required_tokens} tokens with the system messages, over the TokenLimiter limit of "
-                f"{self.limit}. Raise the limit or send a shorter message.",
+                f"Even with all {what} need {plan.required_tokens} tokens with the system messages, over "
+                f"the TokenLimiter limit of {self.limit}. Raise the limit or send a shorter message.",
                 metadata={**metadata, "cause": "nothing-fits", "required_tokens": plan.required_tokens},
             )
         if not plan.dropped:
             return None
+        if plan.recalled is not None:
+            pairs = zip(plan.recalled, plan.keep, strict=True)
+            removed = {i for i, kept in pairs if i is not None and not kept}
+            args.state["memory_removed"] = [m.id for m in args.message_list.memory if m.id in removed]
         return ProcessLLMRequestResult(
             prompt=[m for m, kept in zip(args.prompt, plan.keep, strict=True) if kept]
         )
-
-    # -- output side ---------------------------------------------------------------------------------
-
-    def _reached(self, args: ProcessOutputStreamArgs, head: Chunk | None, tokens: int) -> list[Chunk]:
-        out = [head] if head is not None else []
-        if not args.state.get("limit_reached"):
-            args.state["limit_reached"] = True
-            data = {
-                "limit": self.limit,
-                "tokens": tokens,
-                "count_mode": self.count_mode,
-                "processor_id": args.processor_id,
-            }
-            out.append(Chunk.data(TOKEN_LIMIT_REACHED_CHUNK, data, transient=True))
-        return out
-
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
-        """Count streamed text; past the limit drop it (``truncate``) or raise a tripwire (``abort``)."""
-        part = args.part
-        if part.type != "text-delta":
-            return part
-        await self._ready()
-        text = part.text or ""
-        cumulative = self.count_mode == "cumulative"
-        if cumulative and args.state.get("limit_reached"):
-            return None
-        used: int = args.state.get("output_tokens", 0) if cumulative else 0
-        tokens = self.count(text)
-        if used + tokens <= self.limit:
-            args.state["output_tokens"] = used + tokens
-            return part
-        if self.strategy == "abort":
-            args.abort(
-                f"The response reached {used + tokens} tokens, over the TokenLimiter limit of {self.limit}.",
-                metadata={"limit": self.limit, "tokens": used + tokens, "count_mode": self.count_mode},
-            )
-        head_text = truncate_to_tokens(self.counter, text, self.limit - used)
-        if cumulative:
-            args.state["output_tokens"] = used + self.count(head_text)
-        head = Chunk(part.type, {**part.payload, "text": head_text}, part.transient) if head_text else None
-        return self._reached(args, head, used + tokens)
-
-    async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
-        """Cut the response text to the limit between characters (``truncate``) or abort (``abort``)."""
-        await self._ready()
-        budget = [self.limit]
-        changed = False
-        out: list[Message] = []
-        for message in args.messages:
-            limited = self._limit_message(message, budget)
-            changed = changed or limited is not message
-            out.append(limited)
-        if not changed:
-            return None
-        if self.strategy == "abort":
-            total = sum(self.count(t) for m in args.messages for t in _texts(m))
-            args.abort(
-                f"The response has {total} tokens, over the TokenLimiter limit of {self.limit}.",
-                metadata={"limit": self.limit, "tokens": total, "count_mode": self.count_mode},
-            )
-        return out
-
-    def _cut(self, text: str, budget: list[int]) -> str:
-        room = budget[0] if self.count_mode == "cumulative" else self.limit
-        head = truncate_to_tokens(self.counter, text, room)
-        if self.count_mode == "cumulative":
-            budget[0] = room - self.count(head)
-        return head
-
-    def _limit_message(self, message: Message, budget: list[int]) -> Message:
-        if message.role != "assistant":
-            return message
-        parts: list[Part] = []
-        changed = False
-        start = budget[0]
-        for part in message.content.parts:
-            if isinstance(part, TextPart):
-                head = self._cut(part.text, budget)
-                if head != part.text:
-                    changed = True
-                    if not head:
-                        continue
-                    part = part.model_copy(update={"text": head})
-            parts.append(part)
-        fallback = message.content.content
-        if fallback:
-            has_text = any(isinstance(p, TextPart) for p in message.content.parts)
-            head = self._cut(fallback, [start] if has_text else budget)
-            if head != fallback:
-                changed, fallback = True, head
-        if not changed:
-            return message
-        content = message.content.model_copy(update={"parts": parts, "content": fallback})
-        return message.model_copy(update={"content": content})
 
 
 def _turn_start(prompt: Prompt, message_list: MessageList) -> int | None:
@@ -308,8 +261,3 @@ def _turn_start(prompt: Prompt, message_list: MessageList) -> int | None:
         if prompt[index].role == "user" and prompt[index].text == anchor:
             return index
     return None
-
-
-def _texts(message: Message) -> list[str]:
-    texts = [p.text for p in message.content.parts if isinstance(p, TextPart)]
-    return texts or ([message.content.content] if message.content.content else [])

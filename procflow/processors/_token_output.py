@@ -1,0 +1,197 @@
+"""TokenLimiter's output side: the response text capped exactly, in the stream and on the final result.
+
+See :class:`procflow.processors.TokenLimiter` for the behaviour and ``_token_stream`` for the counting.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import anyio.to_thread
+
+from procflow.messages.chunk import Chunk
+from procflow.messages.message import Message
+from procflow.messages.parts import Part, TextPart
+from procflow.processors._token_stream import PrefixBudget, truncate_to_tokens
+from procflow.processors._tokens import TiktokenCounter, TokenCounter, count_checked
+from procflow.processors.args import ProcessOutputResultArgs, ProcessOutputStreamArgs, StreamResult
+
+__all__ = ["TOKEN_LIMIT_REACHED_CHUNK", "OutputLimiting"]
+
+TOKEN_LIMIT_REACHED_CHUNK = "data-token-limit-reached"
+"""The type of the transient chunk a truncating TokenLimiter emits once when it starts dropping text."""
+
+
+class OutputLimiting:
+    """The output hooks of :class:`~procflow.processors.TokenLimiter` (a mixin; it sets the attributes)."""
+
+    limit: int
+    counter: TokenCounter
+    strategy: Literal["truncate", "abort"]
+    count_mode: Literal["cumulative", "part"]
+
+    def count(self, text: str) -> int:
+        """Return the tokens of ``text`` with this limiter's counter."""
+        return count_checked(self.counter, text)
+
+    async def _ready(self) -> None:
+        """Load the default encoding in a worker thread, so its one-off load never blocks the loop."""
+        counter = self.counter
+        if isinstance(counter, TiktokenCounter) and not counter.is_loaded:
+            await anyio.to_thread.run_sync(lambda: counter.encoding)
+
+    def _reached(self, args: ProcessOutputStreamArgs, head: Chunk | None, tokens: int) -> list[Chunk]:
+        out = [head] if head is not None else []
+        if not args.state.get("limit_reached"):
+            args.state["limit_reached"] = True
+            data = {
+                "limit": self.limit,
+                "tokens": tokens,
+                "count_mode": self.count_mode,
+                "processor_id": args.processor_id,
+            }
+            out.append(Chunk.data(TOKEN_LIMIT_REACHED_CHUNK, data, transient=True))
+        return out
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        """Count streamed text; past the limit drop it (``truncate``) or raise a tripwire (``abort``)."""
+        part = args.part
+        if self.count_mode == "part":
+            return await self._per_chunk(args) if part.type == "text-delta" else part
+        if part.type != "text-delta":
+            return self._other_chunk(args, part)
+        if args.state.get("limit_reached"):
+            return None
+        await self._ready()
+        text = part.text or ""
+        budget: PrefixBudget | None = args.state.get("budget")
+        if budget is None:
+            room = self.limit - args.state.get("output_tokens", 0)
+            budget = args.state["budget"] = PrefixBudget(self.counter, room)
+        released = budget.push(text)
+        args.state["payload"] = part.payload
+        head: Chunk | None = None
+        if released == text:
+            head = part
+        elif released:
+            head = Chunk(part.type, {**part.payload, "text": released}, part.transient)
+        if budget.cut:
+            return self._over(args, budget, head)
+        return head
+
+    def _other_chunk(self, args: ProcessOutputStreamArgs, part: Chunk) -> StreamResult:
+        """A non-text chunk ends the text run; a step's start and discarded end bound a retried attempt."""
+        state = args.state
+        if part.type == "step-finish" and "discarded" in part.payload:
+            # The attempt's output is thrown away (a retried stream or step): so is its share of the
+            # budget, and its held-back text is never released.
+            state.pop("budget", None)
+            state["output_tokens"], state["limit_reached"] = state.get("at_step_start", (0, False))
+            return part
+        ended = self._end_text(args)
+        if part.type == "step-start":
+            state["at_step_start"] = (state.get("output_tokens", 0), bool(state.get("limit_reached")))
+        return [*ended, part] if ended else part
+
+    async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
+        """End of stream: release the text held back while its count was undecided."""
+        return self._end_text(args) or None
+
+    def _end_text(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
+        """A text run ended (a non-text chunk, or the stream's end): settle its held-back text."""
+        budget: PrefixBudget | None = args.state.pop("budget", None)
+        if budget is None:
+            return []
+        released = budget.finish()
+        payload = args.state.get("payload") or {}
+        head = Chunk("text-delta", {**payload, "text": released}) if released else None
+        if budget.cut:
+            return self._over(args, budget, head)
+        args.state["output_tokens"] = args.state.get("output_tokens", 0) + budget.tokens
+        return [head] if head is not None else []
+
+    def _over(self, args: ProcessOutputStreamArgs, budget: PrefixBudget, head: Chunk | None) -> list[Chunk]:
+        args.state.pop("budget", None)
+        tokens = args.state.get("output_tokens", 0) + budget.tokens
+        if self.strategy == "abort":
+            args.abort(
+                f"The response reached {tokens} tokens, over the TokenLimiter limit of {self.limit}.",
+                metadata={"limit": self.limit, "tokens": tokens, "count_mode": self.count_mode},
+            )
+        return self._reached(args, head, tokens)
+
+    async def _per_chunk(self, args: ProcessOutputStreamArgs) -> StreamResult:
+        """``count_mode="part"``: each chunk on its own."""
+        part = args.part
+        await self._ready()
+        text = part.text or ""
+        tokens = self.count(text)
+        if tokens <= self.limit:
+            return part
+        if self.strategy == "abort":
+            args.abort(
+                f"The response reached {tokens} tokens, over the TokenLimiter limit of {self.limit}.",
+                metadata={"limit": self.limit, "tokens": tokens, "count_mode": self.count_mode},
+            )
+        head_text = truncate_to_tokens(self.counter, text, self.limit)
+        head = Chunk(part.type, {**part.payload, "text": head_text}, part.transient) if head_text else None
+        return self._reached(args, head, tokens)
+
+    async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
+        """Cut the response text to the limit between characters (``truncate``) or abort (``abort``)."""
+        await self._ready()
+        budget = [self.limit]
+        changed = False
+        out: list[Message] = []
+        for message in args.messages:
+            limited = self._limit_message(message, budget)
+            changed = changed or limited is not message
+            out.append(limited)
+        if not changed:
+            return None
+        if self.strategy == "abort":
+            total = sum(self.count(t) for m in args.messages for t in _texts(m))
+            args.abort(
+                f"The response has {total} tokens, over the TokenLimiter limit of {self.limit}.",
+                metadata={"limit": self.limit, "tokens": total, "count_mode": self.count_mode},
+            )
+        return out
+
+    def _cut(self, text: str, budget: list[int]) -> str:
+        room = budget[0] if self.count_mode == "cumulative" else self.limit
+        head = truncate_to_tokens(self.counter, text, room)
+        if self.count_mode == "cumulative":
+            # Once a text is cut the response ends there: later text is dropped, as in the stream.
+            budget[0] = room - self.count(head) if head == text else 0
+        return head
+
+    def _limit_message(self, message: Message, budget: list[int]) -> Message:
+        if message.role != "assistant":
+            return message
+        parts: list[Part] = []
+        changed = False
+        start = budget[0]
+        for part in message.content.parts:
+            if isinstance(part, TextPart):
+                head = self._cut(part.text, budget)
+                if head != part.text:
+                    changed = True
+                    if not head:
+                        continue
+                    part = part.model_copy(update={"text": head})
+            parts.append(part)
+        fallback = message.content.content
+        if fallback:
+            has_text = any(isinstance(p, TextPart) for p in message.content.parts)
+            head = self._cut(fallback, [start] if has_text else budget)
+            if head != fallback:
+                changed, fallback = True, head
+        if not changed:
+            return message
+        content = message.content.model_copy(update={"parts": parts, "content": fallback})
+        return message.model_copy(update={"content": content})
+
+
+def _texts(message: Message) -> list[str]:
+    texts = [p.text for p in message.content.parts if isinstance(p, TextPart)]
+    return texts or ([message.content.content] if message.content.content else [])
