@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from procflow.messages import FinishReason, ToolCall, TripwireInfo, Usage
+from procflow.messages._tool_json import tool_args_text
 
 __all__ = [
     "TRIPWIRE_ERROR_CODE",
@@ -142,7 +143,7 @@ def _tool_calls(calls: list[ToolCall]) -> list[dict[str, Any]]:
         {
             "id": call.tool_call_id,
             "type": "function",
-            "function": {"name": call.tool_name, "arguments": json.dumps(call.args, ensure_ascii=False)},
+            "function": {"name": call.tool_name, "arguments": tool_args_text(call.args)},
         }
         for call in calls
     ]
