@@ -324,7 +324,7 @@ def build_graph(stages: Sequence[Stage]) -> nx.DiGraph:
         import networkx as nx  # only here: `import procflow` and `.commit()` never pay for it
     except ImportError:  # pragma: no cover - networkx is installed with procflow today
         raise ConfigurationError(
-            "workflow.graph needs networkx; install it with `pip install networkx`"
+            "workflow.graph needs networkx; install it with `pip install 'procflow[graph]'` (or networkx)"
         ) from None
 
     graph = nx.DiGraph()
