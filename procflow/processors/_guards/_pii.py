@@ -140,7 +140,10 @@ class PIIDetector(GuardBase):
             ``"remove"``, or ``"placeholder"`` (``[EMAIL]``).
         preserve_format: With ``mask``, keep separators (``***@*******.***``).
         include_detections: Put the detected values in reports (off: they are exactly the data removed).
-        stream_window: The longest a held stream segment grows without a sentence end.
+        stream_window: The longest a held stream segment grows without a sentence end; it is then cut
+            after its last whitespace, never inside a run of non-space characters.
+        stream_hold_limit: The most characters held without any whitespace (a very long token); past
+            it the stream fails closed with a tripwire (``error: "hold_limit"``) rather than split it.
         on_error, timeout, cache, id: See :class:`GuardBase` (``on_error`` defaults to ``"allow"``).
     """
 
@@ -155,6 +158,7 @@ class PIIDetector(GuardBase):
         preserve_format: bool = True,
         include_detections: bool = False,
         stream_window: int = 2000,
+        stream_hold_limit: int = 65_536,
         on_error: OnError = "allow",
         timeout: float = 30.0,
         cache: JudgeCache | None = None,
@@ -170,6 +174,7 @@ class PIIDetector(GuardBase):
         self.preserve_format = preserve_format
         self.include_detections = include_detections
         self.stream_window = max(16, int(stream_window))
+        self.stream_hold_limit = max(self.stream_window, int(stream_hold_limit))
         self.judge = Judge(
             processor_id=id,
             schema=PIIVerdict,
@@ -236,12 +241,21 @@ class PIIDetector(GuardBase):
     def _window(self, args: ProcessOutputStreamArgs) -> StreamWindow:
         window = args.state.get("window")
         if window is None:
-            window = args.state["window"] = StreamWindow(Segmenter(self.stream_window, sentences=True))
+            segmenter = Segmenter(self.stream_window, sentences=True, hold_limit=self.stream_hold_limit)
+            window = args.state["window"] = StreamWindow(segmenter)
         return window
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
         """Hold text a sentence at a time; release each sentence after it is judged and redacted."""
-        return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
+        try:
+            return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
+        except OverflowError:
+            self.abort(
+                args,
+                f"{self.id} held more than {self._window(args).segmenter.hold_limit} characters without a "
+                "space: the text cannot be judged in pieces without splitting a value, so it is withheld",
+                {"error": "hold_limit", "strategy": self.strategy},
+            )
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: judge and release the last sentence."""

@@ -176,7 +176,15 @@ class SystemPromptScrubber(GuardBase):
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
         """Hold text a sentence at a time and check it before releasing it."""
-        return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
+        try:
+            return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
+        except OverflowError:
+            self.abort(
+                args,
+                f"{self.id} held more than {self._window(args).segmenter.hold_limit} characters without a "
+                "space: the text cannot be judged in pieces without splitting a value, so it is withheld",
+                {"error": "hold_limit", "strategy": self.strategy},
+            )
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: check and release the last sentence."""

@@ -30,25 +30,44 @@ class Segmenter:
 
     Attributes:
         size: With ``sentences=False``, cut every ``size`` characters; with ``sentences=True``, the
-            longest a segment may grow without a sentence end (then it is cut at the last whitespace).
+            longest a segment may grow without a sentence end (it is then cut after its last
+            whitespace, never inside a run of non-space characters).
         sentences: Cut at sentence ends (so a judged value is never split across two segments).
+        hold_limit: With ``sentences=True``, the most characters held without any whitespace; past it
+            the stream fails closed (the guard stops it), since cutting would split a value.
     """
 
     size: int
     sentences: bool = False
+    hold_limit: int = 65_536
 
-    def cut(self, text: str) -> int:
-        """How many leading characters of ``text`` form complete segments (0: wait for more)."""
+    def cut(self, text: str, start: int = 0) -> int:
+        """How many leading characters of ``text`` form complete segments (0: wait for more).
+
+        ``start`` is how much of ``text`` an earlier call already searched without a cut, so each
+        character is searched a bounded number of times (linear in the stream).
+
+        Raises:
+            OverflowError: more than ``hold_limit`` characters without whitespace are pending.
+        """
         if not self.sentences:
             return (len(text) // self.size) * self.size
         end = 0
-        for match in SENTENCE_END.finditer(text):
+        # Resume where the last search stopped, backing up over a trailing whitespace run (a blank line
+        # may be completed by the new text) and two characters (a stop waiting for its next one).
+        resume = min(max(0, start - 2), len(text[:start].rstrip()))
+        for match in SENTENCE_END.finditer(text, resume):
             # A sentence end needs the character after it (``a.b`` is no end), except CJK stops.
             if match.end() < len(text) or match.group()[-1] in "。！？；":
                 end = match.end()
         if end == 0 and len(text) > self.size:
-            space = text.rfind(" ", 0, self.size)
-            end = space + 1 if space > 0 else self.size
+            # Text searched earlier while already over ``size`` had no whitespace (it would have been cut).
+            since = start if start > self.size else 0
+            space = max(text.rfind(" ", since), text.rfind("\n", since), text.rfind("\t", since))
+            if space >= 0:
+                return space + 1
+            if len(text) > self.hold_limit:
+                raise OverflowError(len(text))
         return end
 
 
@@ -58,6 +77,7 @@ class StreamWindow:
 
     segmenter: Segmenter
     pending: str = ""
+    searched: int = 0
     template: Chunk | None = None
     released: list[Chunk] = field(default_factory=list)
 
@@ -66,10 +86,12 @@ class StreamWindow:
         if chunk.type == "text-delta":
             self.pending += chunk.payload.get("text") or ""
             self.template = self.template or chunk
-            cut = self.segmenter.cut(self.pending)
+            cut = self.segmenter.cut(self.pending, self.searched)
             if not cut:
+                self.searched = len(self.pending)
                 return []
             segment, self.pending = self.pending[:cut], self.pending[cut:]
+            self.searched = 0
             return await self._judged(segment, judge)
         out = await self.flush(judge)
         out.append(chunk)
@@ -80,6 +102,7 @@ class StreamWindow:
         if not self.pending:
             return []
         segment, self.pending = self.pending, ""
+        self.searched = 0
         return await self._judged(segment, judge)
 
     async def _judged(self, segment: str, judge: Judged) -> list[Chunk]:
