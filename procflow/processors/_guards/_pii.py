@@ -141,7 +141,11 @@ class PIIDetector(GuardBase):
         preserve_format: With ``mask``, keep separators (``***@*******.***``).
         include_detections: Put the detected values in reports (off: they are exactly the data removed).
         stream_window: The longest a held stream segment grows without a sentence end.
-        on_error, timeout, cache, id: See :class:`GuardBase` (``on_error`` defaults to ``"allow"``).
+        on_error: When the judge fails (an error, a time-out, a refusal or garbage twice): ``"allow"``
+            (default) passes the content (fail open), ``"block"`` stops the request with a tripwire.
+        timeout: Seconds a judge call may take.
+        cache: A ``ServerCache`` for judge answers (keyed by content hash and configuration).
+        id: The processor id.
     """
 
     def __init__(
