@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint types pytest bench fmt clean
+.PHONY: run test lint types pytest bench docs fmt clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,9 +35,14 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m bench
 
+# The documentation site, offline: docs/ and the API reference from the docstrings, into site/.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+	@echo "Documentation built: site/index.html"
+
 fmt: $(STAMP)
 	$(BIN)/ruff format procflow tests bench examples
 	$(BIN)/ruff check --fix procflow tests bench examples
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) .mypy_cache .ruff_cache .coverage site

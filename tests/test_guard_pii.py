@@ -172,7 +172,7 @@ def _token_judge() -> ScriptedModel:
 
 @pytest.mark.parametrize("chunk_size", [1, 7, 500])
 async def test_a_long_unbroken_value_is_never_split_across_judged_segments(chunk_size: int) -> None:
-    """A 3,000-character token past stream_window waits whole for its verdict; it is never streamed in clear."""
+    """A 3,000-character token past stream_window waits whole for its verdict; never streamed in clear."""
     answer = f"Here is the key {TOKEN} and nothing else."
     model = ScriptedModel([answer], chunk_size=chunk_size)
     guard = PIIDetector(model=_token_judge(), redaction_method="placeholder", stream_window=200)

@@ -13,6 +13,7 @@ from procflow.messages.parts import Part, TextPart, ToolInvocationPart
 __all__ = ["Message", "MessageContent", "Role", "SignalInfo", "new_id"]
 
 Role = Literal["user", "assistant", "system", "tool", "signal"]
+"""Who a message is from; ``signal`` messages carry context for the model, hidden from UI messages."""
 
 
 def new_id(prefix: str = "msg") -> str:

@@ -75,6 +75,7 @@ PromptPart = Annotated[
     PromptText | PromptReasoning | PromptFile | PromptToolCall | PromptToolResult,
     Field(discriminator="type"),
 ]
+"""One part of a prompt message, told apart by its ``type``."""
 
 
 class PromptMessage(_PromptBase):
@@ -94,6 +95,7 @@ class PromptMessage(_PromptBase):
 
 
 Prompt = list[PromptMessage]
+"""The provider-neutral prompt a model is sent: a list of prompt messages."""
 
 
 def prompt_text(prompt: Prompt) -> str:

@@ -34,6 +34,7 @@ HookName = Literal[
     "process_output_result",
     "process_api_error",
 ]
+"""The name of a processor hook (one of :data:`HOOK_NAMES`)."""
 
 HOOK_NAMES: tuple[HookName, ...] = (
     "process_input",
@@ -58,6 +59,7 @@ class ProcessorViolation:
 
 
 ViolationCallback = Callable[[ProcessorViolation], Awaitable[None] | None]
+"""An ``on_violation`` callback: receives a :class:`ProcessorViolation`; may be sync or async."""
 
 
 class AbortFn(Protocol):

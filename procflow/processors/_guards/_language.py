@@ -99,7 +99,11 @@ class LanguageDetector(GuardBase):
         preserve_original: With ``translate``, keep the original text in metadata
             (``language.original_text``).
         model: The translation model (``translate`` only; see :class:`GuardBase`).
-        on_error, timeout, cache, id: See :class:`GuardBase`; ``on_error`` applies to translation.
+        on_error: When translation fails (an error, a time-out, a refusal or garbage twice): ``"allow"``
+            (default) passes the original text, ``"block"`` stops the request with a tripwire.
+        timeout: Seconds a judge call may take.
+        cache: A ``ServerCache`` for judge answers (keyed by content hash and configuration).
+        id: The processor id.
     """
 
     def __init__(

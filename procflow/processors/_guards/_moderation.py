@@ -70,7 +70,11 @@ class ModerationProcessor(GuardBase):
         stream_window: Characters of streamed output judged at a time. With ``block`` and ``filter``
             the window's text is held until it has been judged; with ``warn`` it still waits for its
             verdict (a judge call per window), then passes.
-        on_error, timeout, cache, id: See :class:`GuardBase` (``on_error`` defaults to ``"allow"``).
+        on_error: When the judge fails (an error, a time-out, a refusal or garbage twice): ``"allow"``
+            (default) passes the content (fail open), ``"block"`` stops the request with a tripwire.
+        timeout: Seconds a judge call may take.
+        cache: A ``ServerCache`` for judge answers (keyed by content hash and configuration).
+        id: The processor id.
     """
 
     def __init__(

@@ -144,7 +144,11 @@ class PIIDetector(GuardBase):
             after its last whitespace, never inside a run of non-space characters.
         stream_hold_limit: The most characters held without any whitespace (a very long token); past
             it the stream fails closed with a tripwire (``error: "hold_limit"``) rather than split it.
-        on_error, timeout, cache, id: See :class:`GuardBase` (``on_error`` defaults to ``"allow"``).
+        on_error: When the judge fails (an error, a time-out, a refusal or garbage twice): ``"allow"``
+            (default) passes the content (fail open), ``"block"`` stops the request with a tripwire.
+        timeout: Seconds a judge call may take.
+        cache: A ``ServerCache`` for judge answers (keyed by content hash and configuration).
+        id: The processor id.
     """
 
     def __init__(

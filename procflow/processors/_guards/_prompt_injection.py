@@ -59,7 +59,11 @@ class PromptInjectionDetector(GuardBase):
             ``"filter"`` drops flagged messages; ``"rewrite"`` replaces a flagged message's text with
             the judge's neutralised version (the message is dropped when the judge gives none).
         instructions: Extra guidance appended to the judge's prompt.
-        on_error, timeout, cache, id: See :class:`GuardBase` (``on_error`` defaults to ``"allow"``).
+        on_error: When the judge fails (an error, a time-out, a refusal or garbage twice): ``"allow"``
+            (default) passes the content (fail open), ``"block"`` stops the request with a tripwire.
+        timeout: Seconds a judge call may take.
+        cache: A ``ServerCache`` for judge answers (keyed by content hash and configuration).
+        id: The processor id.
     """
 
     def __init__(

@@ -42,7 +42,9 @@ class StructuredOutputProcessor(GuardBase, Generic[ModelT]):
             ``fallback_value``.
         fallback_value: The object (or data validated into one) for ``"fallback"``.
         instructions: Extra guidance for the structuring model.
-        timeout, cache, id: See :class:`GuardBase`.
+        timeout: Seconds a judge call may take.
+        cache: A ``ServerCache`` for judge answers (keyed by content hash and configuration).
+        id: The processor id.
     """
 
     def __init__(

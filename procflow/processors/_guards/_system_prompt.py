@@ -83,7 +83,11 @@ class SystemPromptScrubber(GuardBase):
         custom_patterns: Regular expressions that also count as leaks (e.g. ``r"my instructions are"``).
         min_overlap_words: Consecutive system-prompt words that make a leak (default 8).
         model: An optional judge that also finds paraphrased leaks (see :class:`GuardBase`).
-        on_error, timeout, cache, id: See :class:`GuardBase`.
+        on_error: When the judge fails (an error, a time-out, a refusal or garbage twice): ``"allow"``
+            (default) passes the content (fail open), ``"block"`` stops the request with a tripwire.
+        timeout: Seconds a judge call may take.
+        cache: A ``ServerCache`` for judge answers (keyed by content hash and configuration).
+        id: The processor id.
     """
 
     def __init__(
