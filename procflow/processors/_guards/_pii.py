@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from procflow.messages import Chunk, Message
+from procflow.messages import Message
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import message_texts, rewrite_texts, user_facing
-from procflow.processors._guards._windows import Segmenter, StreamWindow
-from procflow.processors.args import ProcessInputArgs, ProcessOutputStreamArgs, StreamResult
+from procflow.processors._guards._windows import SentenceHolding
+from procflow.processors.args import ProcessInputArgs
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -120,7 +120,7 @@ def _lookup(results: dict[str, str], text: str) -> str:
     return results.get(text, text)
 
 
-class PIIDetector(GuardBase):
+class PIIDetector(SentenceHolding, GuardBase):
     """Finds personal data with a judge model, in input messages and in the output stream.
 
     The judge names each value; every occurrence of it in the text is then located, so a value the
@@ -241,26 +241,3 @@ class PIIDetector(GuardBase):
             else:
                 out.append(rewrite_texts(message, partial(_lookup, results)))
         return out
-
-    def _window(self, args: ProcessOutputStreamArgs) -> StreamWindow:
-        window = args.state.get("window")
-        if window is None:
-            segmenter = Segmenter(self.stream_window, sentences=True, hold_limit=self.stream_hold_limit)
-            window = args.state["window"] = StreamWindow(segmenter)
-        return window
-
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
-        """Hold text a sentence at a time; release each sentence after it is judged and redacted."""
-        try:
-            return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
-        except OverflowError:
-            self.abort(
-                args,
-                f"{self.id} held more than {self._window(args).segmenter.hold_limit} characters without a "
-                "space: the text cannot be judged in pieces without splitting a value, so it is withheld",
-                {"error": "hold_limit", "strategy": self.strategy},
-            )
-
-    async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
-        """End of stream: judge and release the last sentence."""
-        return await self._window(args).flush(lambda segment: self._apply(segment, args))

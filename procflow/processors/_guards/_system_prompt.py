@@ -15,11 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import regex
 from pydantic import BaseModel, Field
 
-from procflow.messages import Chunk
 from procflow.processors._guards._base import GuardBase, check_choice
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._windows import Segmenter, StreamWindow
-from procflow.processors.args import ProcessOutputStreamArgs, StreamResult
+from procflow.processors._guards._windows import SentenceHolding
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -72,7 +70,7 @@ def leaked_spans(text: str, secrets: Sequence[str], *, min_words: int = 8) -> li
     return spans
 
 
-class SystemPromptScrubber(GuardBase):
+class SystemPromptScrubber(SentenceHolding, GuardBase):
     """Finds the agent's system prompt (or parts of it) in the output; redacts, blocks or reports it.
 
     Args:
@@ -113,6 +111,7 @@ class SystemPromptScrubber(GuardBase):
         self.patterns = [re.compile(p) for p in custom_patterns]
         self.min_overlap_words = max(2, int(min_overlap_words))
         self.use_model = model is not None
+        self.stream_window, self.stream_hold_limit = 4000, 65_536
 
     def _secrets(self, args: Any) -> list[str]:
         return [m.text for m in args.message_list.system_messages if m.text]
@@ -171,25 +170,3 @@ class SystemPromptScrubber(GuardBase):
             cursor = end
         out.append(text[cursor:])
         return "".join(out)
-
-    def _window(self, args: ProcessOutputStreamArgs) -> StreamWindow:
-        window = args.state.get("window")
-        if window is None:
-            window = args.state["window"] = StreamWindow(Segmenter(4000, sentences=True))
-        return window
-
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
-        """Hold text a sentence at a time and check it before releasing it."""
-        try:
-            return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
-        except OverflowError:
-            self.abort(
-                args,
-                f"{self.id} held more than {self._window(args).segmenter.hold_limit} characters without a "
-                "space: the text cannot be judged in pieces without splitting a value, so it is withheld",
-                {"error": "hold_limit", "strategy": self.strategy},
-            )
-
-    async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
-        """End of stream: check and release the last sentence."""
-        return await self._window(args).flush(lambda segment: self._apply(segment, args))

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from procflow.messages import Chunk
 
-__all__ = ["SENTENCE_END", "Segmenter", "StreamWindow"]
+__all__ = ["SENTENCE_END", "Segmenter", "SentenceHolding", "StreamWindow"]
 
 SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？；]|\n\s*\n")
 """Where a sentence ends: ``.!?…`` followed by whitespace, CJK full stops, or a blank line."""
@@ -113,3 +114,45 @@ class StreamWindow:
         payload = dict(template.payload) if template is not None else {}
         payload["text"] = text
         return [Chunk("text-delta", payload)]
+
+
+class SentenceHolding:
+    """The stream hooks of a guard that judges output a sentence at a time (PII, system prompt).
+
+    The guard provides ``_apply(text, args)`` (the text to release, or ``None`` to withhold it),
+    ``abort(args, reason, metadata)``, ``id``, ``strategy``, ``stream_window`` and ``stream_hold_limit``.
+    """
+
+    id: str
+    strategy: str
+    stream_window: int
+    stream_hold_limit: int
+
+    if TYPE_CHECKING:  # provided by the guard class (GuardBase and the guard itself)
+
+        async def _apply(self, text: str, args: Any) -> str | None: ...
+
+        def abort(self, args: Any, reason: str, metadata: dict[str, Any]) -> Any: ...
+
+    def _window(self, args: Any) -> StreamWindow:
+        window: StreamWindow | None = args.state.get("window")
+        if window is None:
+            segmenter = Segmenter(self.stream_window, sentences=True, hold_limit=self.stream_hold_limit)
+            window = args.state["window"] = StreamWindow(segmenter)
+        return window
+
+    async def process_output_stream(self, args: Any) -> Any:
+        """Hold text a sentence at a time; release each sentence once it is judged (and rewritten)."""
+        try:
+            return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
+        except OverflowError:
+            self.abort(
+                args,
+                f"{self.id} held more than {self.stream_hold_limit} characters without a space: the text "
+                "cannot be judged in pieces without splitting a value, so it is withheld",
+                {"error": "hold_limit", "strategy": self.strategy},
+            )
+
+    async def flush_output_stream(self, args: Any) -> list[Chunk] | None:
+        """End of stream: judge and release the last sentence."""
+        return await self._window(args).flush(lambda segment: self._apply(segment, args))
