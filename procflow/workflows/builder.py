@@ -187,6 +187,7 @@ class WorkflowBuilder(Generic[WfInT, CurT]):
             )
         return create_step(obj)  # a Step is returned as it is; a processor is wrapped
 
+    # A step also has the Processor protocol's id: the step overload comes first and wins.
     @overload
     def then(self, step: Step[CurT, _N]) -> WorkflowBuilder[WfInT, _N]: ...  # type: ignore[overload-overlap]
 

@@ -338,6 +338,7 @@ class StepDecorator(Protocol):
     def __call__(self, fn: Callable[[StepContext[_I]], _O], /) -> FunctionStep[_I, _O]: ...
 
 
+# A step also has the Processor protocol's id: the step overload comes first and wins.
 @overload
 def create_step(processor: _S, /, *, retry: RetryPolicy | None = None) -> _S: ...  # type: ignore[overload-overlap]
 
