@@ -24,6 +24,7 @@ lint: $(STAMP)
 
 types: $(STAMP)
 	$(BIN)/mypy
+	$(BIN)/mypy --strict tests/typing
 
 pytest: $(STAMP)
 	$(BIN)/python -m coverage run -m pytest -q

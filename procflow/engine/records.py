@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal
 
+from typing_extensions import TypeVar
+
+from procflow.errors import WorkflowRunError
 from procflow.messages.tripwire import TripwireInfo
 
 __all__ = ["EventType", "RunStatus", "StepRecord", "StepStatus", "WorkflowEvent", "WorkflowResult"]
@@ -18,6 +21,9 @@ RunStatus = Literal["success", "failed", "tripwire", "canceled"]
 
 EventType = Literal["workflow-start", "step-start", "step-result", "workflow-finish"]
 """The kinds of :class:`WorkflowEvent`."""
+
+OutT = TypeVar("OutT", covariant=True, default=Any)
+"""What a workflow returns: the type of :attr:`WorkflowResult.output` (``Any`` when not inferred)."""
 
 
 @dataclass(slots=True)
@@ -44,7 +50,7 @@ class StepRecord:
     started_at: float = 0.0
     ended_at: float = 0.0
     attempts: int = 1
-    nested: WorkflowResult | None = None
+    nested: WorkflowResult[Any] | None = None
 
     @property
     def duration_ms(self) -> float:
@@ -53,14 +59,15 @@ class StepRecord:
 
 
 @dataclass(slots=True)
-class WorkflowResult:
-    """The outcome of one workflow run.
+class WorkflowResult(Generic[OutT]):
+    """The outcome of one workflow run; ``WorkflowResult[Order]`` for a workflow returning ``Order``.
 
     Attributes:
         workflow_id: The workflow's id.
         run_id: This run's id.
         status: ``success``, ``failed``, ``tripwire`` or ``canceled``.
-        output: The last step's output (``success`` only).
+        output: The last step's output (``success`` only, ``None`` otherwise; :meth:`unwrap` returns
+            it typed without the ``None``).
         error: The exception that failed the run, or the :class:`TripWire` that stopped it.
         tripwire: ``{reason, retry, metadata, processor_id}`` when a tripwire stopped the run.
         steps: Each step's record by step id, in the order the steps ended.
@@ -71,7 +78,7 @@ class WorkflowResult:
     workflow_id: str
     run_id: str
     status: RunStatus
-    output: Any = None
+    output: OutT | None = None
     error: BaseException | None = None
     tripwire: TripwireInfo | None = None
     steps: dict[str, StepRecord] = field(default_factory=dict)
@@ -82,6 +89,23 @@ class WorkflowResult:
     def duration_ms(self) -> float:
         """Milliseconds the run took."""
         return (self.ended_at - self.started_at) * 1000
+
+    def unwrap(self) -> OutT:
+        """The output of a successful run; otherwise raise what stopped it.
+
+        Raises:
+            TripWire: a step stopped the run on purpose (``status == "tripwire"``).
+            Exception: the exception that failed the run (``status == "failed"``).
+            WorkflowRunError: the run was cancelled, or failed without an exception.
+        """
+        if self.status == "success":
+            return self.output  # type: ignore[return-value]  # a successful run's output is an OutT
+        if self.error is not None:
+            raise self.error
+        raise WorkflowRunError(
+            f"workflow run {self.run_id!r} ended with status {self.status!r} and has no output; "
+            "check result.status before reading the output"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,8 @@ __all__ = [
 
 
 class _PartBase(BaseModel):
-    model_config = ConfigDict(extra="allow", validate_assignment=False)
+    # protected_namespaces=(): pydantic < 2.10 warns that ToolInvocationPart.model_output starts "model_".
+    model_config = ConfigDict(extra="allow", validate_assignment=False, protected_namespaces=())
 
 
 class TextPart(_PartBase):

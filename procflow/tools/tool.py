@@ -6,7 +6,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any, get_type_hints, overload
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -135,15 +135,42 @@ def _model_from_signature(fn: Callable[..., Any], name: str) -> tuple[type[BaseM
     return model, wants_context
 
 
+@overload
+def tool(
+    fn: ToolFunction,
+    /,
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    input_model: type[BaseModel] | None = ...,
+    to_model_output: ModelOutputFunction | None = ...,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    input_model: type[BaseModel] | None = ...,
+    to_model_output: ModelOutputFunction | None = ...,
+) -> Callable[[ToolFunction], Tool]: ...
+
+
 def tool(
     fn: ToolFunction | None = None,
+    /,
     *,
     name: str | None = None,
     description: str | None = None,
     input_model: type[BaseModel] | None = None,
     to_model_output: ModelOutputFunction | None = None,
-) -> Any:
-    """Make a :class:`Tool` from a function, as ``tool(fn)`` or ``@tool(name=...)``.
+) -> Tool | Callable[[ToolFunction], Tool]:
+    """Make a :class:`Tool` from a function, as ``tool(fn)``, ``@tool`` or ``@tool(name=...)``.
+
+    Typed: ``tool(fn)`` and ``@tool`` give a :class:`Tool`; ``tool(name=...)`` gives the decorator.
 
     The arguments schema comes from ``input_model`` or from the function's annotated parameters; the
     description from ``description`` or the docstring's first paragraph. ``to_model_output`` (a

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast, overload
+
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from procflow.engine._stages import (
     BranchCase,
@@ -18,11 +20,12 @@ from procflow.engine._stages import (
     stage_nodes,
 )
 from procflow.engine.graph import compile_plan
-from procflow.engine.plan import PlanNode, SelectionKind
+from procflow.engine.plan import BranchOutputs, PlanNode, SelectionKind
 from procflow.engine.retry import RetryPolicy
 from procflow.engine.run_state import RunState, StepContext
 from procflow.engine.schemas import make_validator
 from procflow.errors import ConfigurationError, WorkflowDefinitionError
+from procflow.processors.base import Processor
 from procflow.workflows.processor_data import ProcessorStepData
 from procflow.workflows.selection import BranchMerge, Selection
 from procflow.workflows.steps import ProcessorStep, Step, create_step, is_async_callable
@@ -32,11 +35,21 @@ if TYPE_CHECKING:
 
 __all__ = ["Condition", "MapFn", "StepLike", "WorkflowBuilder", "create_workflow"]
 
+WfInT = DefaultTypeVar("WfInT", default=Any)
+"""What the workflow being built takes."""
+CurT = DefaultTypeVar("CurT", covariant=True, default=Any)
+"""What the stages so far return: the input of the next stage."""
+_N = TypeVar("_N")
+_E = TypeVar("_E")
+_I = TypeVar("_I")
+_C = DefaultTypeVar("_C", default=Any)
+
 StepLike: TypeAlias = Any
 """A :class:`Step`, a committed :class:`Workflow`, or a processor (wrapped with ``create_step``)."""
 
-Condition = Callable[[StepContext[Any]], bool | Awaitable[bool]]
-"""A ``.branch`` condition: a function of the step context returning whether its step runs."""
+Condition: TypeAlias = Callable[[StepContext[_C]], bool | Awaitable[bool]]
+"""A ``.branch`` condition: a function of the step context returning whether its step runs
+(``Condition[Order]`` for one of a ``StepContext[Order]``)."""
 
 MapFn = Callable[[StepContext[Any]], Any]
 """A ``.map`` function: receives the step context, returns the next step's input (``def`` or ``async``)."""
@@ -54,7 +67,7 @@ class _Parallel:
 
 @dataclass(frozen=True, slots=True)
 class _Branch:
-    cases: tuple[tuple[Condition, Step], ...]
+    cases: tuple[tuple[Condition[Any], Step], ...]
     default: Step | None
 
 
@@ -74,6 +87,30 @@ class _Foreach:
 _Entry: TypeAlias = _Then | _Parallel | _Branch | _Map | _Foreach
 
 
+@overload
+def create_workflow(
+    *,
+    id: str,
+    input_schema: type[_I],
+    output_schema: Any = ...,
+    retry: RetryPolicy | None = ...,
+    cancel_on_tripwire: bool = ...,
+    description: str | None = ...,
+) -> WorkflowBuilder[_I, _I]: ...
+
+
+@overload
+def create_workflow(
+    *,
+    id: str,
+    input_schema: Any = ...,
+    output_schema: Any = ...,
+    retry: RetryPolicy | None = ...,
+    cancel_on_tripwire: bool = ...,
+    description: str | None = ...,
+) -> WorkflowBuilder[Any, Any]: ...
+
+
 def create_workflow(
     *,
     id: str,
@@ -82,8 +119,12 @@ def create_workflow(
     retry: RetryPolicy | None = None,
     cancel_on_tripwire: bool = True,
     description: str | None = None,
-) -> WorkflowBuilder:
+) -> WorkflowBuilder[Any, Any]:
     """Start a workflow definition; chain steps on it and finish with ``.commit()``.
+
+    Typed: ``create_workflow(id=..., input_schema=Order)`` is a ``WorkflowBuilder[Order, Order]``; each
+    ``.then(step)`` changes the second type to the step's output, and ``.commit()`` returns a
+    ``Workflow[Order, <last output>]`` whose ``run`` returns a ``WorkflowResult[<last output>]``.
 
     Args:
         id: The workflow's id (also its processor id when used as a processor).
@@ -104,8 +145,12 @@ def create_workflow(
     )
 
 
-class WorkflowBuilder:
-    """A workflow being defined. Each method adds one stage and returns the builder."""
+class WorkflowBuilder(Generic[WfInT, CurT]):
+    """A workflow being defined. Each method adds one stage and returns the builder.
+
+    ``WorkflowBuilder[In, Cur]``: the workflow takes an ``In``; the stages so far return a ``Cur``, which
+    the next stage receives. Every method returns the same builder, typed with its new ``Cur``.
+    """
 
     def __init__(
         self,
@@ -142,12 +187,21 @@ class WorkflowBuilder:
             )
         return create_step(obj)  # a Step is returned as it is; a processor is wrapped
 
-    def then(self, step: StepLike) -> Self:
+    # A step also has the Processor protocol's id: the step overload comes first and wins.
+    @overload
+    def then(self, step: Step[CurT, _N]) -> WorkflowBuilder[WfInT, _N]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def then(
+        self: WorkflowBuilder[WfInT, ProcessorStepData], step: Processor
+    ) -> WorkflowBuilder[WfInT, ProcessorStepData]: ...
+
+    def then(self, step: StepLike) -> WorkflowBuilder[WfInT, Any]:
         """Run ``step`` on the previous step's output."""
         self._entries.append(_Then(self._step(step)))
-        return self
+        return cast("WorkflowBuilder[WfInT, Any]", self)
 
-    def parallel(self, steps: Sequence[StepLike]) -> Self:
+    def parallel(self, steps: Sequence[StepLike]) -> WorkflowBuilder[WfInT, BranchOutputs]:
         """Run ``steps`` concurrently, each on its own copy of the input.
 
         The next step receives ``{step_id: output}``; after processor steps, add
@@ -159,9 +213,26 @@ class WorkflowBuilder:
                 f"workflow {self.id!r}: .parallel([]) has no steps", fix="pass at least one step"
             )
         self._entries.append(_Parallel(items))
-        return self
+        return cast("WorkflowBuilder[WfInT, BranchOutputs]", self)
 
-    def branch(self, cases: Sequence[tuple[Condition, StepLike]], *, default: StepLike | None = None) -> Self:
+    @overload
+    def branch(
+        self, cases: Sequence[tuple[Condition[CurT], Step[CurT, _N]]], *, default: Step[CurT, _N]
+    ) -> WorkflowBuilder[WfInT, _N]: ...
+
+    @overload
+    def branch(
+        self, cases: Sequence[tuple[Condition[CurT], Step[CurT, _N]]], *, default: None = None
+    ) -> WorkflowBuilder[WfInT, _N | CurT]: ...
+
+    @overload
+    def branch(
+        self, cases: Sequence[tuple[Condition[CurT], StepLike]], *, default: StepLike | None = None
+    ) -> WorkflowBuilder[WfInT, Any]: ...
+
+    def branch(
+        self, cases: Sequence[tuple[Condition[CurT], StepLike]], *, default: StepLike | None = None
+    ) -> WorkflowBuilder[WfInT, Any]:
         """Run the step of the first case whose condition holds (conditions are tried in order).
 
         Only that step runs; the others are recorded as ``skipped``. With no match, ``default`` runs
@@ -179,9 +250,25 @@ class WorkflowBuilder:
                     f"the condition for step {step.id!r} is not callable; pass a function of the step context"
                 )
         self._entries.append(_Branch(pairs, self._step(default) if default is not None else None))
-        return self
+        return cast("WorkflowBuilder[WfInT, Any]", self)
 
-    def map(self, fn: MapFn, *, id: str | None = None, output_schema: Any = Any) -> Self:
+    @overload
+    def map(
+        self,
+        fn: Callable[[StepContext[CurT]], Awaitable[_N]],
+        *,
+        id: str | None = ...,
+        output_schema: Any = ...,
+    ) -> WorkflowBuilder[WfInT, _N]: ...
+
+    @overload
+    def map(
+        self, fn: Callable[[StepContext[CurT]], _N], *, id: str | None = ..., output_schema: Any = ...
+    ) -> WorkflowBuilder[WfInT, _N]: ...
+
+    def map(
+        self, fn: Callable[[StepContext[CurT]], Any], *, id: str | None = None, output_schema: Any = Any
+    ) -> WorkflowBuilder[WfInT, Any]:
         """Turn the previous output into the next input with ``fn`` (or ``select``/``merge_branches``).
 
         ``fn`` receives the step context: ``input_data``, ``init_data``, ``get_step_result(...)`` and
@@ -192,18 +279,26 @@ class WorkflowBuilder:
                 ".map() takes a function of the step context, select(...) or merge_branches()"
             )
         self._entries.append(_Map(fn, id, output_schema))
-        return self
+        return cast("WorkflowBuilder[WfInT, Any]", self)
 
-    def foreach(self, step: StepLike, *, concurrency: int = 1) -> Self:
+    @overload
+    def foreach(
+        self: WorkflowBuilder[WfInT, Iterable[_E]], step: Step[_E, _N], *, concurrency: int = ...
+    ) -> WorkflowBuilder[WfInT, list[_N]]: ...
+
+    @overload
+    def foreach(self, step: StepLike, *, concurrency: int = ...) -> WorkflowBuilder[WfInT, list[Any]]: ...
+
+    def foreach(self, step: StepLike, *, concurrency: int = 1) -> WorkflowBuilder[WfInT, list[Any]]:
         """Run ``step`` on every item of the (list) input, ``concurrency`` at a time; outputs keep order."""
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigurationError(
                 f".foreach(concurrency={concurrency!r}): concurrency is a whole number ≥ 1"
             )
         self._entries.append(_Foreach(self._step(step), concurrency))
-        return self
+        return cast("WorkflowBuilder[WfInT, list[Any]]", self)
 
-    def commit(self) -> Workflow:
+    def commit(self) -> Workflow[WfInT, CurT]:
         """Compile and validate the definition into an immutable, runnable :class:`Workflow`.
 
         Raises:
@@ -230,7 +325,8 @@ class WorkflowBuilder:
             description=self.description,
             fuse=ProcessorStep.chain,
         )
-        return Workflow(plan)
+        workflow: Workflow[WfInT, CurT] = Workflow(plan)
+        return workflow
 
     def _stage(
         self, position: int, entry: _Entry, following: _Entry | None, nodes: dict[str, PlanNode]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from procflow.engine.plan import BranchOutputs
 from procflow.engine.run_state import StepContext
@@ -12,12 +14,22 @@ from procflow.errors import ConfigurationError, WorkflowRunError
 from procflow.workflows.merge import merge_outputs
 from procflow.workflows.processor_data import ProcessorStepData
 
+if TYPE_CHECKING:
+    from procflow.workflows.steps import Step
+
 __all__ = ["BranchMerge", "Selection", "merge_branches", "select"]
+
+SelectedT = DefaultTypeVar("SelectedT", covariant=True, default=Any)
+"""What a selection returns: the selected step's output."""
+_O = TypeVar("_O")
 
 
 @dataclass(frozen=True, slots=True)
-class Selection:
+class Selection(Generic[SelectedT]):
     """A ``.map`` function returning one earlier step's output — usually one branch of a parallel block.
+
+    ``select(step)`` given a ``Step[..., Out]`` is a ``Selection[Out]``, so ``.map(select(step))`` types the
+    next input as ``Out``; given an id it is a ``Selection[Any]``.
 
     Attributes:
         step_id: The step whose output is kept.
@@ -25,11 +37,13 @@ class Selection:
 
     step_id: str
 
-    def __call__(self, ctx: StepContext[Any]) -> Any:
+    def __call__(self, ctx: StepContext[Any]) -> SelectedT:
         data = ctx.input_data
         if isinstance(data, Mapping) and self.step_id in data:
-            return data[self.step_id]
-        return ctx.get_step_result(self.step_id)
+            selected: SelectedT = data[self.step_id]
+        else:
+            selected = ctx.get_step_result(self.step_id)
+        return selected
 
     @property
     def label(self) -> str:
@@ -37,7 +51,15 @@ class Selection:
         return f"select({self.step_id!r})"
 
 
-def select(step: str | Any) -> Selection:
+@overload
+def select(step: Step[Any, _O]) -> Selection[_O]: ...
+
+
+@overload
+def select(step: str | Any) -> Selection[Any]: ...
+
+
+def select(step: str | Any) -> Selection[Any]:
     """``.map(select("processor:pii-detector"))``: pass on that step's output, dropping the others.
 
     After a parallel block of processor steps, pick the branch whose edits must carry forward (the one

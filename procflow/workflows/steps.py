@@ -5,7 +5,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar, overload
+
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from procflow._callables import is_async_callable
 from procflow.engine.executor import run_node_alone
@@ -18,8 +20,10 @@ from procflow.engine.schemas import make_validator
 from procflow.engine.stream import StreamRunner
 from procflow.errors import ConfigurationError, WorkflowRunError
 from procflow.messages.chunk import Chunk
+from procflow.messages.message import Message
 from procflow.messages.request_context import RequestContext
-from procflow.processors.base import HOOK_NAMES
+from procflow.processors.base import HOOK_NAMES, Processor
+from procflow.workflows._annotations import resolve_schemas
 from procflow.workflows.processor_data import PHASE_HOOKS, ProcessorPhase, ProcessorStepData
 
 __all__ = [
@@ -32,14 +36,26 @@ __all__ = [
     "is_async_callable",
 ]
 
+InT = DefaultTypeVar("InT", contravariant=True, default=Any)
+"""What a step takes (``Any`` when not inferred)."""
+OutT = DefaultTypeVar("OutT", covariant=True, default=Any)
+"""What a step returns (``Any`` when not inferred)."""
+_I = DefaultTypeVar("_I", default=Any)
+_O = TypeVar("_O")
+_S = TypeVar("_S", bound="Step[Any, Any]")
+
 ExecuteFn = Callable[[StepContext[Any]], Any]
 """A step's body: receives the :class:`StepContext`, returns the output (``def`` or ``async def``)."""
 
+ProcessorInput: TypeAlias = "ProcessorStepData | str | Iterable[Message | str]"
+"""What a processor step or processor workflow runs on: its data, or messages/strings (input phase)."""
 
-class Step:
+
+class Step(Generic[InT, OutT]):
     """Base of every step: an id, input and output schemas, an optional retry policy.
 
-    Use :func:`create_step` to build one. Any step can be run alone with :meth:`run`.
+    ``Step[In, Out]`` takes an ``In`` and returns an ``Out``. Use :func:`create_step` to build one.
+    Any step can be run alone with :meth:`run`.
     """
 
     kind: ClassVar[NodeKind] = "step"
@@ -90,12 +106,12 @@ class Step:
 
     async def run(
         self,
-        input_data: Any,
+        input_data: InT,
         *,
         request_context: RequestContext | None = None,
         results: Mapping[str, Any] | None = None,
         init_data: Any = None,
-    ) -> Any:
+    ) -> OutT:
         """Run this step alone — input validation and retries included — and return its output.
 
         Args:
@@ -108,7 +124,7 @@ class Step:
             TripWire: the step stopped on purpose.
             WorkflowRunError: the input does not match the step's input schema.
         """
-        return await run_node_alone(
+        output: OutT = await run_node_alone(
             self.to_node(),
             input_data,
             workflow_id=self.id,
@@ -116,13 +132,19 @@ class Step:
             results=results,
             init_data=init_data,
         )
+        return output
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r})"
 
 
-class FunctionStep(Step):
-    """A plain step whose body is a function of the :class:`StepContext`."""
+class FunctionStep(Step[InT, OutT]):
+    """A plain step whose body is a function of the :class:`StepContext`.
+
+    ``def f(ctx: StepContext[Order]) -> int`` makes a ``FunctionStep[Order, int]`` whose input schema is
+    ``Order`` and output schema ``int``; explicit ``input_schema=``/``output_schema=`` are checked
+    against those annotations.
+    """
 
     kind: ClassVar[NodeKind] = "step"
 
@@ -130,7 +152,7 @@ class FunctionStep(Step):
         self,
         *,
         id: str,
-        execute: ExecuteFn,
+        execute: Callable[[StepContext[InT]], OutT] | Callable[[StepContext[InT]], Awaitable[OutT]],
         input_schema: Any = Any,
         output_schema: Any = Any,
         retry: RetryPolicy | None = None,
@@ -138,6 +160,7 @@ class FunctionStep(Step):
     ) -> None:
         if not callable(execute):
             raise ConfigurationError(f"step {id!r}: execute must be a function taking the step context")
+        input_schema, output_schema = resolve_schemas(id, execute, input_schema, output_schema)
         super().__init__(
             id=id,
             input_schema=input_schema,
@@ -149,13 +172,13 @@ class FunctionStep(Step):
         self._is_async = is_async_callable(execute)
 
     async def _call(self, value: Any, run: RunState, node: PlanNode) -> Any:
-        output = self.execute(StepContext(value, step_id=node.id, run=run))
+        output: Any = self.execute(StepContext(value, step_id=node.id, run=run))
         if self._is_async or inspect.isawaitable(output):
             output = await output
         return output
 
 
-class ProcessorStep(Step):
+class ProcessorStep(Step[ProcessorStepData, ProcessorStepData]):
     """A processor as a step: id ``processor:<processor id>``, ``ProcessorStepSchema`` in and out.
 
     In each phase it calls the processor's hook for that phase through the phase runner — the same
@@ -240,7 +263,7 @@ class ProcessorStep(Step):
 
     async def run(
         self,
-        input_data: Any,
+        input_data: ProcessorInput,
         *,
         request_context: RequestContext | None = None,
         results: Mapping[str, Any] | None = None,
@@ -251,10 +274,8 @@ class ProcessorStep(Step):
         ``input_data`` is a :class:`ProcessorStepData` (build one with ``ProcessorStepData.for_input``,
         ``for_output_step``, …) or a list of messages/strings, taken as the input phase.
         """
-        data = coerce_processor_input(input_data, request_context)
-        out: ProcessorStepData = await super().run(
-            data, request_context=request_context, results=results, init_data=init_data
-        )
+        data: ProcessorStepData = coerce_processor_input(input_data, request_context)
+        out = await super().run(data, request_context=request_context, results=results, init_data=init_data)
         return out
 
 
@@ -307,20 +328,47 @@ def _looks_like_processor(obj: Any) -> bool:
     )
 
 
+class StepDecorator(Protocol):
+    """What ``create_step(id=...)`` without ``execute`` returns: apply it to a step function."""
+
+    @overload
+    def __call__(self, fn: Callable[[StepContext[_I]], Awaitable[_O]], /) -> FunctionStep[_I, _O]: ...
+
+    @overload
+    def __call__(self, fn: Callable[[StepContext[_I]], _O], /) -> FunctionStep[_I, _O]: ...
+
+
+# A step also has the Processor protocol's id: the step overload comes first and wins.
 @overload
-def create_step(processor: Any, /, *, retry: RetryPolicy | None = None) -> ProcessorStep: ...
+def create_step(processor: _S, /, *, retry: RetryPolicy | None = None) -> _S: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def create_step(processor: Processor, /, *, retry: RetryPolicy | None = None) -> ProcessorStep: ...
 
 
 @overload
 def create_step(
     *,
     id: str,
-    execute: ExecuteFn,
+    execute: Callable[[StepContext[_I]], Awaitable[_O]],
     input_schema: Any = ...,
     output_schema: Any = ...,
     retry: RetryPolicy | None = ...,
     description: str | None = ...,
-) -> FunctionStep: ...
+) -> FunctionStep[_I, _O]: ...
+
+
+@overload
+def create_step(
+    *,
+    id: str,
+    execute: Callable[[StepContext[_I]], _O],
+    input_schema: Any = ...,
+    output_schema: Any = ...,
+    retry: RetryPolicy | None = ...,
+    description: str | None = ...,
+) -> FunctionStep[_I, _O]: ...
 
 
 @overload
@@ -331,7 +379,7 @@ def create_step(
     output_schema: Any = ...,
     retry: RetryPolicy | None = ...,
     description: str | None = ...,
-) -> Callable[[ExecuteFn], FunctionStep]: ...
+) -> StepDecorator: ...
 
 
 def create_step(
@@ -354,10 +402,13 @@ def create_step(
       decorator (the id defaults to the function's name).
 
     Schemas are types or pydantic models; inputs are validated against ``input_schema`` when the step
-    runs. ``execute`` receives the :class:`StepContext` and may be ``def`` or ``async def``.
+    runs. ``execute`` receives the :class:`StepContext` and may be ``def`` or ``async def``. The schemas
+    default to the function's annotations (``def f(ctx: StepContext[Order]) -> int``: ``Order`` in,
+    ``int`` out), and so do the static types: the result is a ``FunctionStep[Order, int]``.
 
     Raises:
         ConfigurationError: the arguments match none of the forms.
+        WorkflowDefinitionError: an explicit schema disagrees with the function's annotations.
     """
     if processor is not None:
         if isinstance(processor, Step):
@@ -382,7 +433,7 @@ def create_step(
             description=description,
         )
 
-    def decorate(fn: Callable[[StepContext[Any]], Any | Awaitable[Any]]) -> FunctionStep:
+    def decorate(fn: Callable[[StepContext[Any]], Any]) -> FunctionStep[Any, Any]:
         return FunctionStep(
             id=id or fn.__name__,
             execute=fn,

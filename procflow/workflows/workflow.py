@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from procflow.engine.describe import describe_plan
 from procflow.engine.executor import execute_plan, run_child
@@ -18,8 +18,8 @@ from procflow.errors import ConfigurationError
 from procflow.messages.request_context import RequestContext
 from procflow.workflows import render
 from procflow.workflows._processor import ProcessorAdapter
-from procflow.workflows.processor_data import PHASE_HOOKS, ProcessorPhase
-from procflow.workflows.steps import Step, coerce_processor_input
+from procflow.workflows.processor_data import PHASE_HOOKS, ProcessorPhase, ProcessorStepData
+from procflow.workflows.steps import InT, OutT, ProcessorInput, Step, coerce_processor_input
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -27,8 +27,11 @@ if TYPE_CHECKING:
 __all__ = ["Workflow"]
 
 
-class Workflow(ProcessorAdapter, Step):
+class Workflow(ProcessorAdapter, Step[InT, OutT]):
     """A committed workflow (``create_workflow(...)....commit()``): an immutable, validated plan.
+
+    ``Workflow[In, Out]`` takes an ``In``; its :meth:`run` returns a ``WorkflowResult[Out]``. Nested in
+    another workflow it is a ``Step[In, Out]``.
 
     It runs (:meth:`run`, :meth:`run_from`, :meth:`watch`), draws itself (:meth:`to_mermaid`,
     :meth:`to_dot`, :meth:`to_json`, :meth:`to_svg`, :meth:`to_png`), nests as a step of another
@@ -84,6 +87,28 @@ class Workflow(ProcessorAdapter, Step):
     async def _call(self, value: Any, run: RunState, node: PlanNode) -> Any:
         return await run_child(self.plan, value, run, node.id)
 
+    @overload  # type: ignore[override]  # a workflow run returns its result, not just its output
+    async def run(
+        self: Workflow[ProcessorStepData, OutT],
+        input_data: ProcessorInput,
+        *,
+        request_context: RequestContext | None = ...,
+        results: Mapping[str, Any] | None = ...,
+        init_data: Any = ...,
+        run_id: str | None = ...,
+    ) -> WorkflowResult[OutT]: ...
+
+    @overload
+    async def run(
+        self,
+        input_data: InT,
+        *,
+        request_context: RequestContext | None = ...,
+        results: Mapping[str, Any] | None = ...,
+        init_data: Any = ...,
+        run_id: str | None = ...,
+    ) -> WorkflowResult[OutT]: ...
+
     async def run(
         self,
         input_data: Any,
@@ -92,7 +117,7 @@ class Workflow(ProcessorAdapter, Step):
         results: Mapping[str, Any] | None = None,
         init_data: Any = None,
         run_id: str | None = None,
-    ) -> WorkflowResult:
+    ) -> WorkflowResult[OutT]:
         """Run the workflow and return its result (status, output, error/tripwire, each step's record).
 
         A processor workflow also takes a list of messages or strings, as input-phase data.
@@ -118,7 +143,7 @@ class Workflow(ProcessorAdapter, Step):
         request_context: RequestContext | None = None,
         init_data: Any = None,
         run_id: str | None = None,
-    ) -> WorkflowResult:
+    ) -> WorkflowResult[OutT]:
         """Start mid-graph: run from the stage holding ``step_id`` with ``input_data`` as its input.
 
         ``step_id`` may name a step, a parallel block (``parallel:<n>``, or any of its steps: the whole
@@ -171,23 +196,23 @@ class Workflow(ProcessorAdapter, Step):
         """The JSON description every picture is drawn from (see :func:`procflow.engine.describe_plan`)."""
         return describe_plan(self.plan)
 
-    def to_json(self, *, result: WorkflowResult | None = None, indent: int | None = 2) -> str:
+    def to_json(self, *, result: WorkflowResult[Any] | None = None, indent: int | None = 2) -> str:
         """The description as JSON text; with ``result``, each step also has its status and duration."""
         return render.to_json(self.describe(), result, indent=indent)
 
-    def to_mermaid(self, *, result: WorkflowResult | None = None) -> str:
+    def to_mermaid(self, *, result: WorkflowResult[Any] | None = None) -> str:
         """A Mermaid flowchart; with ``result``, steps are coloured by status and show their duration."""
         return render.to_mermaid(self.describe(), result)
 
-    def to_dot(self, *, result: WorkflowResult | None = None) -> str:
+    def to_dot(self, *, result: WorkflowResult[Any] | None = None) -> str:
         """A Graphviz DOT digraph; with ``result``, steps are coloured by status and show their duration."""
         return render.to_dot(self.describe(), result)
 
-    def to_svg(self, *, result: WorkflowResult | None = None) -> str:
+    def to_svg(self, *, result: WorkflowResult[Any] | None = None) -> str:
         """An SVG picture, drawn by Graphviz's ``dot`` program (which must be installed)."""
         return render.run_dot(self.to_dot(result=result), "svg").decode("utf-8")
 
-    def to_png(self, *, result: WorkflowResult | None = None) -> bytes:
+    def to_png(self, *, result: WorkflowResult[Any] | None = None) -> bytes:
         """A PNG picture, drawn by Graphviz's ``dot`` program (which must be installed)."""
         return render.run_dot(self.to_dot(result=result), "png")
 
