@@ -27,7 +27,7 @@ from procflow.engine.pipeline import ProcessorPipeline
 from procflow.engine.stream import StreamRunner
 from procflow.messages import Chunk, MessageList
 from procflow.processors import RegexFilterProcessor
-from procflow.processors._regex_presets import PRESET_NAMES, preset_patterns
+from procflow.processors._regex_filter.presets import PRESET_NAMES, preset_patterns
 
 SIZES = {"full": (1_000_000, 7), "tiny": (20_000, 1)}
 CHUNK = 20

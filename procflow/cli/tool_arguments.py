@@ -15,9 +15,9 @@ from procflow.engine.runner import PhaseRunner
 from procflow.messages.message import Message
 from procflow.messages.message_list import MessageList
 from procflow.messages.parts import ToolInvocationPart
+from procflow.processors import RegexFilterProcessor
 from procflow.processors.args import ProcessInputArgs, ProcessOutputResultArgs
 from procflow.processors.base import ProcessorViolation
-from procflow.processors.regex_filter import RegexFilterProcessor
 
 __all__ = ["ToolArgumentsFilter"]
 

@@ -1,5 +1,15 @@
 """Layer 1: the processor protocol, the typed hook arguments and results, and the built-in processors."""
 
+from procflow.processors._regex_filter import (
+    RegexFilterProcessor,
+    RegexPhase,
+    RegexPreset,
+    RegexRedaction,
+    RegexRedactionDetail,
+    RegexRule,
+    RegexStrategy,
+    RegexStreamRedactor,
+)
 from procflow.processors._tokens import TiktokenCounter, TokenCounter, truncate_to_tokens
 from procflow.processors.args import (
     MessagesResult,
@@ -34,16 +44,6 @@ from procflow.processors.batch_parts import BatchPartsProcessor
 from procflow.processors.compat_rules import DEFAULT_COMPAT_RULES, CompatRule, MessageMend, PromptRewrite
 from procflow.processors.prefill_error_handler import PrefillErrorHandler
 from procflow.processors.provider_history_compat import ProviderHistoryCompat
-from procflow.processors.regex_filter import (
-    RegexFilterProcessor,
-    RegexPhase,
-    RegexPreset,
-    RegexRedaction,
-    RegexRedactionDetail,
-    RegexRule,
-    RegexStrategy,
-    RegexStreamRedactor,
-)
 from procflow.processors.stream_error_retry import (
     ErrorMatcher,
     StreamErrorRetryProcessor,

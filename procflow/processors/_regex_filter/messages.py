@@ -8,8 +8,8 @@ from typing import Any
 
 from procflow.messages.message import Message
 from procflow.messages.parts import TextPart
-from procflow.processors._regex_match import Hit, merge_hits
-from procflow.processors._regex_report import (
+from procflow.processors._regex_filter.match import Hit, merge_hits
+from procflow.processors._regex_filter.report import (
     REDACTED_MATCH,
     RegexRedactionDetail,
     RegexTextPhase,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from procflow.processors._regex_match import (
+from procflow.processors._regex_filter.match import (
     Hit,
     OpenScan,
     Region,
@@ -26,7 +26,7 @@ from procflow.processors._regex_match import (
     scan_final,
     scan_open,
 )
-from procflow.processors._regex_rules import CompiledRule, NeedleIndex
+from procflow.processors._regex_filter.rules import CompiledRule, NeedleIndex
 
 __all__ = ["RegexStreamRedactor", "Release", "StreamScanner"]
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from procflow.processors import _regex_phones as phones
+from procflow.processors._regex_filter import phones
 
 __all__ = [
     "DIGITS",

@@ -10,7 +10,7 @@ from typing import Any
 import regex
 
 from procflow.errors import ConfigurationError
-from procflow.processors._regex_presets import DIGITS, PARTIAL, PresetPattern, SuffixChars
+from procflow.processors._regex_filter.presets import DIGITS, PARTIAL, PresetPattern, SuffixChars
 
 __all__ = [
     "DEFAULT_TIMEOUT",

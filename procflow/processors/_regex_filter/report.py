@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from procflow.processors._regex_match import Region
+from procflow.processors._regex_filter.match import Region
 
 __all__ = [
     "REDACTED_MATCH",

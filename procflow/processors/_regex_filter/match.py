@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procflow.errors import PatternTimeoutError
-from procflow.processors._regex_rules import CompiledRule, NeedleIndex, expand
+from procflow.processors._regex_filter.rules import CompiledRule, NeedleIndex, expand
 
 __all__ = ["Hit", "OpenScan", "Region", "accept_pending", "merge_hits", "scan_final", "scan_open"]
 

@@ -14,11 +14,11 @@ from procflow._logging import log
 from procflow.errors import ConfigurationError, PatternTimeoutError
 from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
-from procflow.processors._regex_chunks import ChunkQueue
-from procflow.processors._regex_match import Hit, merge_hits, scan_final
-from procflow.processors._regex_messages import MessageCheck
-from procflow.processors._regex_presets import PRESET_NAMES, PresetName, preset_patterns
-from procflow.processors._regex_report import (
+from procflow.processors._regex_filter.chunks import ChunkQueue
+from procflow.processors._regex_filter.match import Hit, merge_hits, scan_final
+from procflow.processors._regex_filter.messages import MessageCheck
+from procflow.processors._regex_filter.presets import PRESET_NAMES, PresetName, preset_patterns
+from procflow.processors._regex_filter.report import (
     REDACTED_MATCH,
     RegexPhase,
     RegexRedaction,
@@ -28,7 +28,7 @@ from procflow.processors._regex_report import (
     apply_regions,
     redaction_entry,
 )
-from procflow.processors._regex_rules import (
+from procflow.processors._regex_filter.rules import (
     DEFAULT_TIMEOUT,
     CompiledRule,
     NeedleIndex,
@@ -36,7 +36,7 @@ from procflow.processors._regex_rules import (
     compile_preset,
     compile_rule,
 )
-from procflow.processors._regex_stream import RegexStreamRedactor, Release, StreamScanner
+from procflow.processors._regex_filter.stream import RegexStreamRedactor, Release, StreamScanner
 from procflow.processors.args import (
     ProcessInputArgs,
     ProcessorArgs,

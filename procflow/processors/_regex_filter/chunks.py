@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from procflow.messages.chunk import Chunk
-from procflow.processors._regex_match import Region
-from procflow.processors._regex_stream import Release, StreamScanner
+from procflow.processors._regex_filter.match import Region
+from procflow.processors._regex_filter.stream import Release, StreamScanner
 
 __all__ = ["ChunkQueue", "Emitted"]
 
