@@ -1,4 +1,4 @@
-"""RegexFilterProcessor's implementation, one module per concept (private: import from ``procflow.processors``).
+"""RegexFilterProcessor, one module per concept (private: import from ``procflow.processors``).
 
 - ``processor``: the processor itself (hooks, strategies, reports);
 - ``presets`` and ``phones``: the built-in rule sets and the checks their candidates must pass;
