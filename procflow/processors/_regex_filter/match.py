@@ -100,7 +100,7 @@ def _accept_as(rule: CompiledRule, text: str, match: Any) -> Hit | None:
     return (start, end, rule, match.start(), match.end())
 
 
-_CONTEXT_REACH = 48
+_CONTEXT_REACH = 80
 """How far before a match a built-in ``context`` pattern may look."""
 
 

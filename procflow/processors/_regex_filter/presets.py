@@ -19,8 +19,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from procflow.processors._regex_filter import phones
+from procflow.processors._regex_filter.phones import CJK, CJK_PUNCT, W
 
 __all__ = [
+    "CJK",
+    "CJK_PUNCT",
     "DIGITS",
     "PARTIAL",
     "PRESET_NAMES",
@@ -145,12 +148,22 @@ def ssn_ok(text: str) -> bool:
     return area != 0 and area != 666 and area < 900 and digits[3:5] != "00" and digits[5:] != "0000"
 
 
+_NOT_TLDS = frozenset(
+    ["png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "bmp", "tif", "tiff", "heic", "pdf"]
+)
+
+
 def email_ok(text: str) -> bool:
-    """An email: a domain of at most 253 characters, labels of at most 63, a TLD of 2+ letters."""
+    """An email: a domain of at most 253 characters, labels of at most 63, a TLD of 2+ letters (or a
+    punycode ``xn--`` label); not an image name such as ``logo@2x.png``."""
     domain = text.rpartition("@")[2]
     labels = domain.split(".")
     tld = labels[-1]
-    return len(domain) <= 253 and len(tld) >= 2 and tld.isalpha() and all(len(x) <= 63 for x in labels)
+    if not (tld.isalpha() or (tld[:4].lower() == "xn--" and tld[4:].isalnum())) or len(tld) < 2:
+        return False
+    if tld.lower() in _NOT_TLDS or (labels[0][-1:] in "xX" and labels[0][:-1].isdecimal()):
+        return False
+    return len(domain) <= 253 and all(len(x) <= 63 for x in labels)
 
 
 def token_ok(text: str) -> bool:
@@ -188,13 +201,19 @@ def trim_dots(text: str, start: int, end: int) -> int:
 
 # --- pii ----------------------------------------------------------------------------------------------
 
-_EMAIL = r"[\w.%+-](?<![\w.%+-][\w.%+-])[\w.%+-]{0,63}+@[^\W_][\w-]*+(?:\.[^\W_][\w-]*+)++"
-_SSN = r"[0-9](?<![\w-][0-9])[0-9]{2}(?P<sep>[- ])[0-9]{2}(?P=sep)[0-9]{4}(?!\w|-[0-9])"
+_LOCAL = r"(?:" + W + r"|[.%+-])"
+_LABEL = r"[^\W_" + CJK + r"](?:" + W + r"|-)*+"
+_EMAIL = (
+    _LOCAL + r"(?<!" + _LOCAL + _LOCAL + r")(?<!://[^\s/@]{0,256}" + _LOCAL + r")" + _LOCAL + r"{0,63}+"
+    r"@" + _LABEL + r"(?:\." + _LABEL + r")++(?!:[^\s])"
+)
+"""Not the password of URL userinfo (``://user:pass@host``), nor an scp-style remote (``git@host:repo``)."""
+_SSN = r"[0-9](?<!(?:" + W + r"|-)[0-9])[0-9]{2}(?P<sep>[- ])[0-9]{2}(?P=sep)[0-9]{4}(?!" + W + r"|-[0-9])"
 _CARD = (  # bare runs from 8 digits: the same search finds the bare phone numbers (see _BARE_PHONE)
-    r"[0-9](?<!\w[0-9])"
+    r"[0-9](?<!" + W + r"[0-9])"
     r"(?:[0-9]{7,18}+"
     r"|[0-9]{3}(?P<sep>[ -])[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{1,4}+"
-    r"|[0-9]{3}(?P<sep2>[ -])[0-9]{6}(?P=sep2)[0-9]{4,5}+)(?!\w)"
+    r"|[0-9]{3}(?P<sep2>[ -])[0-9]{6}(?P=sep2)[0-9]{4,5}+)(?!" + W + r")"
 )
 
 
@@ -254,6 +273,16 @@ _PII = (
         tail=_DIGITS_TAIL,
     ),
     PresetPattern(
+        "phone",
+        phones.SPACED,
+        "[PHONE]",
+        context=phones.BARE_CONTEXT,
+        needles=(DIGITS,),
+        needle_re=r"[0-9]{3}[ .][0-9]{2}",
+        max_hold=16,
+        tail=_DIGITS_TAIL,
+    ),
+    PresetPattern(
         "ssn",
         _SSN,
         "[SSN]",
@@ -285,7 +314,7 @@ _KEY_NAMES = (
 _ASSIGNED_VALUE = r"[:=][ \t]{0,3}[\"']?(?P<value>[A-Za-z0-9_\-+/.~]{12,512}+={0,3})"
 _ASSIGNED_TO_KEY = r"(?<![A-Za-z0-9])(?i:" + _KEY_NAMES + r")[\"']?[ \t]{0,3}\Z"
 _API_KEY_FLAG = (
-    r"--(?<![\w-]--)(?i:api-key|api-token|access-token|auth-token|token|secret|client-secret)"
+    r"--(?<!(?:" + W + r"|-)--)(?i:api-key|api-token|access-token|auth-token|token|secret|client-secret)"
     r"(?:=|[ \t]{1,3})[\"']?(?P<value>[A-Za-z0-9_\-+/.~]{12,512}+={0,3})"
 )
 _ASSIGNED_TO_AWS_SECRET = (
@@ -321,7 +350,7 @@ def _prefixed(prefix: str, body: str, *, needles: tuple[str, ...] = ()) -> Prese
     escaped = prefix.replace("-", r"\-")
     return PresetPattern(
         "api-key",
-        f"{escaped}(?<![\\w-]{escaped}){body}",
+        f"{escaped}(?<!(?:{W}|-){escaped}){body}",
         "[API_KEY]",
         validate=token_ok,
         needles=needles or (prefix,),
@@ -395,7 +424,7 @@ _SECRETS = (
 
 # --- urls ---------------------------------------------------------------------------------------------
 
-_URL = r"(?i:h(?<!\wh)ttps?)://[^\s<>\"'`]{1,4096}+"
+_URL = r"(?i:h(?<!" + W + r"h)ttps?)://[^\s<>\"'`" + CJK + CJK_PUNCT + r"]{1,4096}+"
 
 _URLS = (
     PresetPattern("url", _URL, "[URL]", validate=url_ok, trim=trim_url, needles=("://",), max_hold=4200),

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import regex
+
 from procflow.processors._regex_filter.match import (
     Hit,
     OpenScan,
@@ -26,6 +28,7 @@ from procflow.processors._regex_filter.match import (
     scan_final,
     scan_open,
 )
+from procflow.processors._regex_filter.presets import CJK, CJK_PUNCT
 from procflow.processors._regex_filter.rules import CompiledRule, NeedleIndex
 
 __all__ = ["RegexStreamRedactor", "Release", "StreamScanner"]
@@ -208,15 +211,19 @@ class StreamScanner:
         return int(found.pending.end())
 
 
+_BREAK = regex.compile(r"(?r)[\s" + CJK + CJK_PUNCT + "]")
+
+
 def _last_word(buf: str, low: int) -> int:
     """Where the last word of ``buf[low:]`` starts (``len(buf)`` when it ends with a blank).
 
-    Splitting at spaces, tabs and newlines only may start the word earlier than at any blank: safe.
+    A word ends at whitespace and at CJK letters and punctuation: no built-in match contains them.
     """
     n = len(buf)
-    if n == low or buf[-1].isspace():
+    if n == low:
         return n
-    return max(buf.rfind(" ", low), buf.rfind("\n", low), buf.rfind("\t", low), low - 1) + 1
+    found = _BREAK.search(buf, low, n)
+    return low if found is None else found.end()
 
 
 def _order(rule: CompiledRule) -> int:
