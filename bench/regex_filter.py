@@ -49,7 +49,7 @@ _SECRETS = [
     "sk-proj-abc123DEF456ghi789JKL0",
     'api_key = "abcd1234efgh5678"',
     "https://example.com/path?q=1",
-    "AKIAIOSFODNN7EXAMPLE",
+    "AKIA2E0A8F3B244C9986",
     "Bearer eyJhbGciOiJIUzI1NiJ9.abc123def456",
     "06 12 34 56 78",
 ]

@@ -84,7 +84,7 @@ async def test_seed_custom_rule_with_replacement() -> None:
 async def test_seed_secrets_redacted_on_output() -> None:
     """The seed's output example: secrets redacted in the output result, input left alone."""
     f = RegexFilterProcessor(presets=["secrets"], strategy="redact", phase="output")
-    text = "use Bearer eyJhbGciOiJIUzI1NiJ9.abc123 and AKIAIOSFODNN7EXAMPLE"
+    text = "use Bearer eyJhbGciOiJIUzI1NiJ9.abc123 and AKIA2E0A8F3B244C9986"
     assert (await run_output_result(f, [text])).text == "use Bearer [BEARER_TOKEN] and [AWS_KEY]"
     assert (await run_input(f, [text])).text == text
 

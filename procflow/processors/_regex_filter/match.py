@@ -87,14 +87,14 @@ def _accept_as(rule: CompiledRule, text: str, match: Any) -> Hit | None:
         start, end = match.span(rule.group)
         if start < 0:
             return None
-    if rule.trim is not None:
-        end = rule.trim(text, start, end)
-    if end <= start:
-        return None
     if rule.context is not None:
         begin = match.start()
         if rule.context.search(text, max(0, begin - _CONTEXT_REACH), begin) is None:
             return None
+    if rule.trim is not None:
+        end = rule.trim(text, start, end)
+    if end <= start:
+        return None
     if rule.validate is not None and not rule.validate(text[start:end]):
         return None
     return (start, end, rule, match.start(), match.end())

@@ -105,7 +105,7 @@ _CONNECTORS = (
 )
 BARE_CONTEXT = (
     r"(?i)(?:\b(?:" + _WORDS + r")\b|" + _CJK_WORDS + r")"
-    r"(?:[\s:#.,;=/()\-：，、是为為或和至]|[0-9]|\b(?:" + _CONNECTORS + r")\b){0,40}\Z"
+    r"(?:[\s:#.,;=/()\-：，、是为為或和至]|[0-9]|\b(?:" + _CONNECTORS + r")\b){0,40}+\Z"
 )
 """What the text before a bare digit run must end with: a phone word, then only punctuation, connecting
 words and other phone numbers (``Phone number:``, ``call me at``, ``Tel.:``, ``mobile no.``, ``cell #``,

@@ -220,7 +220,7 @@ def compile_preset(preset: PresetPattern, order: int) -> CompiledRule:
         group=preset.group,
         validate=preset.validate,
         trim=preset.trim,
-        context=regex.compile(preset.context) if preset.context else None,
+        context=regex.compile("(?r)" + preset.context) if preset.context else None,
         horizon=PRESET_HORIZON,
         needles=preset.needles,
         needle_re=_shared(preset.needle_re) if preset.needle_re else None,
@@ -242,7 +242,7 @@ def _variant(preset: PresetPattern, order: int) -> CompiledRule:
         group=preset.group,
         validate=preset.validate,
         trim=preset.trim,
-        context=regex.compile(preset.context) if preset.context else None,
+        context=regex.compile("(?r)" + preset.context) if preset.context else None,
     )
 
 
