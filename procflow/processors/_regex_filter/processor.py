@@ -136,9 +136,10 @@ class RegexFilterProcessor:
                 "rules=[RegexRule('internal-id', r'INTERNAL-\\d{6}')]"
             )
         self.on_violation: ViolationCallback | None = None
-        compiled = [compile_rule(rule, index) for index, rule in enumerate(self.rules)]
+        compiled: list[CompiledRule] = []  # presets first: on an equal-length tie a preset wins
         for name in dict.fromkeys(self.presets):
             compiled.extend(compile_preset(p, len(compiled)) for p in preset_patterns(name))
+        compiled.extend(compile_rule(rule, len(compiled)) for rule in self.rules)
         self._rules: tuple[CompiledRule, ...] = tuple(compiled)
         self._needles = NeedleIndex(self._rules)
         self._batch = size
@@ -214,6 +215,8 @@ class RegexFilterProcessor:
         return out if changed else None
 
     def _block(self, args: ProcessorArgs, matches: list[dict[str, Any]]) -> None:
+        unique = {tuple(sorted(entry.items())): entry for entry in matches}
+        matches = list(unique.values())
         rules = ", ".join(dict.fromkeys(str(entry["rule"]) for entry in matches))
         args.abort(
             f"Content blocked by {self.name}: matched {rules}",

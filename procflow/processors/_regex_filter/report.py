@@ -33,7 +33,8 @@ REDACTED_MATCH = "[REDACTED_MATCH]"
 class RegexRedaction(TypedDict):
     """One redacted span, offsets relative to the text of the message part or stream chunk.
 
-    ``overlapping_rules`` is set only when several matches were merged into the span; ``value`` only
+    ``overlapping_rules`` is set only when matches of *different* rules were merged into the span
+    (nested ones included: an e-mail inside a URL), each name once; ``value`` only
     when the processor was built with ``include_redacted_values=True``.
     """
 
@@ -69,7 +70,9 @@ def redaction_entry(region: Region, index: int, replacement: str, value: str | N
         "replacement": replacement,
     }
     if len(region.hits) > 1:
-        entry["overlapping_rules"] = region.rule_names
+        names = region.rule_names
+        if len(names) > 1:
+            entry["overlapping_rules"] = names
     if value is not None:
         entry["value"] = value
     return entry
