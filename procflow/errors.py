@@ -13,6 +13,7 @@
     ├── ToolError                            a tool could not be called
     │   └── ToolArgumentsError (ValueError)  the model's arguments do not fit the tool's schema
     ├── PatternTimeoutError (TimeoutError)   a user regex ran past its timeout
+    ├── StreamHoldLimitError (BufferError)   a stream redactor would have to hold more text than allowed
     ├── TokenizerDataError (RuntimeError)    the offline tokenizer data is missing or not the expected file
     └── ModelError                           a model call failed
         ├── APICallError                     transport or HTTP failure, with status, body and retryability
@@ -37,6 +38,7 @@ __all__ = [
     "PatternTimeoutError",
     "ProcessorResultError",
     "ProcflowError",
+    "StreamHoldLimitError",
     "TokenizerDataError",
     "ToolArgumentsError",
     "ToolError",
@@ -115,6 +117,17 @@ class PatternTimeoutError(ProcflowError, TimeoutError):
         super().__init__(
             f"regex rule {rule!r} ran longer than its {timeout}s timeout; simplify the pattern (avoid nested "
             "quantifiers such as (a+)+) or raise the rule's timeout"
+        )
+
+
+class StreamHoldLimitError(ProcflowError, BufferError):
+    """A match in progress in a stream grew past the redactor's hold limit (it fails closed)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"a possible match in the stream is longer than the hold limit of {limit} characters, so the "
+            "text could not be checked; raise stream_hold_limit if such long matches are expected"
         )
 
 

@@ -14,6 +14,7 @@ shapes, and why bare digit runs need a phone word before them, are in ``_regex_p
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from procflow.processors._regex_filter import phones
@@ -37,6 +38,7 @@ __all__ = [
     "PresetName",
     "PresetPattern",
     "SuffixChars",
+    "may_match",
     "preset_patterns",
 ]
 
@@ -120,10 +122,15 @@ _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 def trim_url(text: str, start: int, end: int) -> int:
     """Drop sentence punctuation and unbalanced closing brackets from the end of a URL."""
+    depth = {
+        closer: text.count(closer, start, end) - text.count(opener, start, end)
+        for closer, opener in _CLOSERS.items()
+    }
     while end > start:
         ch = text[end - 1]
-        unbalanced = ch in _CLOSERS and text.count(ch, start, end) > text.count(_CLOSERS[ch], start, end)
-        if ch not in _TRAILING and not unbalanced:
+        if ch in _CLOSERS and depth[ch] > 0:
+            depth[ch] -= 1
+        elif ch not in _TRAILING:
             break
         end -= 1
     return end
@@ -258,7 +265,7 @@ _PII = (
 
 # --- urls ---------------------------------------------------------------------------------------------
 
-_URL = r"(?i:h(?<!" + W + r"h)ttps?)://[^\s<>\"'`" + CJK + CJK_PUNCT + r"]{1,4096}+"
+_URL = r"(?i:h(?<!" + W + r"h)ttps?)://[^\s<>\"'`" + CJK + CJK_PUNCT + r"]++"
 
 _URLS = (
     PresetPattern("url", _URL, "[URL]", validate=url_ok, trim=trim_url, needles=("://",), max_hold=4200),
@@ -270,3 +277,33 @@ _PRESETS: dict[PresetName, tuple[PresetPattern, ...]] = {"pii": _PII, "secrets":
 def preset_patterns(name: PresetName) -> tuple[PresetPattern, ...]:
     """The patterns of one preset, in search order."""
     return _PRESETS[name]
+
+
+_TRIGGER_CHARS = re.compile(r"[@0-9=：是_+(:\-]")
+_SEPARATORS = r"[ .\-/()]{0,2}"
+_TRIGGERS = re.compile(
+    r"[@=：_:]|--|sk-|xapp-|glpat-|pypi-|是(?:[!-~]|\Z)|\+(?:[0-9]|\Z)|\((?:[0-9+]|\Z)"
+    r"|[0-9](?:" + _SEPARATORS + r"[0-9]){6}|[0-9](?:" + _SEPARATORS + r"[0-9]){0,5}" + _SEPARATORS + r"\Z"
+)
+"""Where a needle of a symbol, or a chain of 7 digits (the fewest a number rule matches), or digits at
+the end of the text (a number in progress) may be."""
+_AWS_START = re.compile(r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)")
+
+
+def may_match(text: str, pos: int) -> bool:
+    """Whether ``text[pos:]`` may hold a built-in match, or the start of one, beyond its last word.
+
+    A quick test that over-approximates every needle of every preset: one character-class scan, and
+    only when it finds a symbol or digit a finer one (a lone digit or hyphen in prose is no start of
+    a phone number or key); then the needles made of letters only (``eyJ``, ``AIza``, ``SG.``,
+    ``xox``, AWS key prefixes, ``bearer``, ``basic``). A match in progress holding none of them lies
+    within the last word, which streams hold back anyway.
+    """
+    if _TRIGGER_CHARS.search(text, pos) is not None and _TRIGGERS.search(text, pos) is not None:
+        return True
+    if text.find("eyJ", pos) >= 0 or text.find("AIza", pos) >= 0 or text.find("SG.", pos) >= 0:
+        return True
+    if text.find("xox", pos) >= 0 or (text.find("A", pos) >= 0 and _AWS_START.search(text, pos) is not None):
+        return True
+    low = text[pos:].lower()
+    return "bearer" in low or "basic" in low

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from procflow._logging import log
-from procflow.errors import ConfigurationError, PatternTimeoutError
+from procflow.errors import ConfigurationError, PatternTimeoutError, StreamHoldLimitError
 from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
 from procflow.processors._regex_filter.chunks import ChunkQueue
@@ -36,7 +36,12 @@ from procflow.processors._regex_filter.rules import (
     compile_preset,
     compile_rule,
 )
-from procflow.processors._regex_filter.stream import RegexStreamRedactor, Release, StreamScanner
+from procflow.processors._regex_filter.stream import (
+    DEFAULT_HOLD_LIMIT,
+    RegexStreamRedactor,
+    Release,
+    StreamScanner,
+)
 from procflow.processors.args import (
     ProcessInputArgs,
     ProcessorArgs,
@@ -64,6 +69,10 @@ RegexPreset = PresetName
 _STRATEGIES = ("block", "redact", "warn")
 _PHASES = ("input", "output", "all")
 _STATE_KEY = "regex_filter.stream"
+_PASS_AHEAD = frozenset(
+    {"reasoning-start", "reasoning-delta", "reasoning-end", "source", "file", "response-metadata"}
+)
+"""Chunks that pass ahead of held text without ending it (the text they interrupt stays one text)."""
 
 
 class _Stream:
@@ -88,10 +97,13 @@ class RegexFilterProcessor:
         phase: ``"input"`` (input messages), ``"output"`` (the output stream and result) or ``"all"``.
         include_redacted_values: Put the redacted text in each redaction report entry (off by default:
             those values are exactly the data being removed).
-        stream_carryover_size: Characters of streamed text held back (default 128): text is checked
-            and released once this many are pending, and a custom rule holds back at most this many
-            while a match may be in progress (built-in presets hold up to their own longest match, such
-            as a private-key block). Raise it for custom rules with longer matches.
+        stream_carryover_size: The context window of streamed text, in characters (default 128): how
+            long a custom rule's *complete* match that more text could still extend is held before it
+            is accepted as it is. Matches in progress are held back whole whatever this is (partial
+            matching says where they start), up to ``stream_hold_limit``.
+        stream_hold_limit: The most characters a stream holds back for one possible match (default
+            65,536). Past it the stream fails closed: a tripwire (``error="stream_hold_limit"``)
+            rather than releasing the start of a secret.
         id: Processor id (default ``"regex-filter"``); give another to use two filters in one pipeline.
 
     Raises:
@@ -112,6 +124,7 @@ class RegexFilterProcessor:
         phase: RegexPhase = "all",
         include_redacted_values: bool = False,
         stream_carryover_size: int = 128,
+        stream_hold_limit: int = DEFAULT_HOLD_LIMIT,
         id: str = "regex-filter",
     ) -> None:
         if strategy not in _STRATEGIES:
@@ -123,6 +136,13 @@ class RegexFilterProcessor:
             raise ConfigurationError(
                 f"stream_carryover_size must be a positive integer (characters), got {size!r}"
             )
+        limit = stream_hold_limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < size:
+            raise ConfigurationError(
+                f"stream_hold_limit must be an integer of at least stream_carryover_size ({size}), "
+                f"got {limit!r}"
+            )
+        self.stream_hold_limit = limit
         self.id = id
         self.strategy: RegexStrategy = strategy
         self.phase: RegexPhase = phase
@@ -142,7 +162,6 @@ class RegexFilterProcessor:
         compiled.extend(compile_rule(rule, len(compiled)) for rule in self.rules)
         self._rules: tuple[CompiledRule, ...] = tuple(compiled)
         self._needles = NeedleIndex(self._rules)
-        self._batch = size
 
     def __repr__(self) -> str:
         return (
@@ -162,7 +181,12 @@ class RegexFilterProcessor:
     def stream_redactor(self) -> RegexStreamRedactor:
         """A redactor for text arriving in pieces: ``feed(piece)`` returns what is safe to release,
         ``close()`` the rest; the pieces joined equal :meth:`redact` of the whole text."""
-        return RegexStreamRedactor(self._rules, window=self.stream_carryover_size, needles=self._needles)
+        return RegexStreamRedactor(
+            self._rules,
+            window=self.stream_carryover_size,
+            needles=self._needles,
+            limit=self.stream_hold_limit,
+        )
 
     def _find(self, text: str) -> list[Hit]:
         hits: list[Hit] = []
@@ -239,14 +263,19 @@ class RegexFilterProcessor:
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
         """Check streamed text, holding back only text where a match may still be in progress.
 
-        Non-text chunks pass untouched, after the held text is released (text-start/text-end chunks
-        wait in place with the text: text split across text blocks is checked as one text). A custom
-        rule that times out stops the stream with a tripwire: the runner would let the chunk through.
+        Settled text is released with every chunk. Reasoning, source, file, response-metadata and
+        ``data-*`` chunks pass at once, ahead of held text, which stays one text with what follows;
+        text-start/text-end chunks wait in place with the text (text split across text blocks is
+        checked as one text); any other chunk (a tool call, a step's end) first releases the held
+        text, checked as final. A custom rule that times out, or a possible match longer than
+        ``stream_hold_limit``, stops the stream with a tripwire: the runner would let the chunk through.
         """
         try:
             return await self._on_chunk(args)
         except PatternTimeoutError as exc:
             self._timed_out(args, exc)
+        except StreamHoldLimitError as exc:
+            self._over_limit(args, exc)
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: release the held text, checked as final."""
@@ -257,6 +286,14 @@ class RegexFilterProcessor:
             return await self._finish(stream, args)
         except PatternTimeoutError as exc:
             self._timed_out(args, exc)
+
+    def _over_limit(self, args: ProcessorArgs, exc: StreamHoldLimitError) -> NoReturn:
+        args.abort(
+            f"Content blocked by {self.name}: a possible match grew past stream_hold_limit ({exc.limit}), "
+            "the text could not be checked",
+            retry=False,
+            metadata={"processor_id": self.id, "strategy": self.strategy, "error": "stream_hold_limit"},
+        )
 
     def _timed_out(self, args: ProcessorArgs, exc: PatternTimeoutError) -> NoReturn:
         args.abort(
@@ -283,15 +320,13 @@ class RegexFilterProcessor:
             if stream is None:
                 stream = args.state[_STATE_KEY] = self._new_stream()
             if self.strategy == "warn":
-                release = stream.scanner.feed(text, self._batch)
-                if release is not None:
-                    self._warn_release(release)
+                self._warn_feed(stream, text)
                 return chunk
-            release = stream.queue.add_text(chunk, text, self._batch)
+            release = stream.queue.add_text(chunk, text)
             if release is None:
                 return None
             return await self._release(stream, release, args)
-        if stream is None:
+        if stream is None or kind in _PASS_AHEAD or kind.startswith("data-"):
             return chunk
         if kind == "text-start" or kind == "text-end":
             if not stream.queue.items:
@@ -302,8 +337,29 @@ class RegexFilterProcessor:
         out.append(chunk)
         return out
 
+    def _warn_feed(self, stream: _Stream, text: str) -> None:
+        try:
+            release = stream.scanner.feed(text)
+        except StreamHoldLimitError:
+            log.warning("regex_filter_hold_limit", processor_id=self.id)
+            stream.scanner = StreamScanner(
+                self._rules,
+                window=self.stream_carryover_size,
+                needles=self._needles,
+                limit=self.stream_hold_limit,
+            )
+            return
+        if release is not None:
+            self._warn_release(release)
+
     def _new_stream(self) -> _Stream:
-        return _Stream(StreamScanner(self._rules, window=self.stream_carryover_size, needles=self._needles))
+        scanner = StreamScanner(
+            self._rules,
+            window=self.stream_carryover_size,
+            needles=self._needles,
+            limit=self.stream_hold_limit,
+        )
+        return _Stream(scanner)
 
     async def _finish(self, stream: _Stream, args: ProcessorArgs) -> list[Chunk]:
         del args.state[_STATE_KEY]
@@ -313,12 +369,14 @@ class RegexFilterProcessor:
         if self.strategy == "warn":
             self._warn_release(release)
             return []
-        return await self._release(stream, release, args)
+        out = await self._release(stream, release, args)
+        return [out] if isinstance(out, Chunk) else list(out or [])
 
-    async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> list[Chunk]:
+    async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> StreamResult:
         regions = release.regions
         if not regions:
-            return [emitted[0] for emitted in stream.queue.release(release, [])]
+            emitted = stream.queue.release(release, [])
+            return emitted[0][0] if len(emitted) == 1 else [item[0] for item in emitted]
         if self.strategy == "block":
             matches = [
                 {"rule": hit[2].name, "match": REDACTED_MATCH, "index": release.start + hit[0]}

@@ -10,7 +10,7 @@ from typing import Any
 import regex
 
 from procflow.errors import ConfigurationError
-from procflow.processors._regex_filter.presets import DIGITS, PARTIAL, PresetPattern, SuffixChars
+from procflow.processors._regex_filter.presets import DIGITS, PARTIAL, PresetPattern, SuffixChars, may_match
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -83,6 +83,7 @@ class CompiledRule:
     tail: Any = None
     partial_tail: bool = False
     variants: tuple[CompiledRule, ...] = ()
+    gate: Any = None
     quick: bool = False
     """A built-in pattern whose matches in progress are found by its tail (or the last word): a
     stream may skip it after one plain search that finds nothing."""
@@ -228,6 +229,7 @@ def compile_preset(preset: PresetPattern, order: int) -> CompiledRule:
         tail=suffix,
         partial_tail=preset.tail == PARTIAL,
         variants=tuple(_variant(v, order) for v in preset.variants),
+        gate=regex.compile("(?r)" + preset.gate) if preset.gate else None,
         quick=preset.tail != PARTIAL,
     )
 
@@ -258,7 +260,17 @@ class NeedleIndex:
     Rule sets are bit masks over the rules, and the answer for each mask is computed once.
     """
 
-    __slots__ = ("_always", "_by_mask", "_checks", "_fine", "_folded", "_gates", "_rules", "_tails")
+    __slots__ = (
+        "_always",
+        "_by_mask",
+        "_checks",
+        "_fine",
+        "_folded",
+        "_gates",
+        "_rules",
+        "_tails",
+        "prefilter",
+    )
 
     def __init__(self, rules: tuple[CompiledRule, ...]) -> None:
         self._rules = rules
@@ -293,6 +305,9 @@ class NeedleIndex:
                 tails[id(rule.tail)] = (tail, max(reach, rule.max_hold), bits | 1 << index)
         self._tails = list(tails.values())
         self._by_mask: dict[int, tuple[list[CompiledRule], list[tuple[Any, int]]]] = {}
+        self.prefilter: Callable[[str, int], bool] | None = may_match if rules and not self._always else None
+        """Whether a text may hold a match beyond its last word (``None`` with custom rules: those
+        may match anything)."""
 
     def present(self, needle: str, text: str, pos: int = 0) -> bool:
         """Whether ``needle`` occurs in ``text[pos:]``."""

@@ -56,7 +56,8 @@ costs linear time); base64 padding ``=`` is kept."""
 _ASSIGNED = _OPERATOR + r"[ \t]{0,3}[\"']?(?P<value>" + _VALUE + r"++={0,3})"
 _ASSIGNED_TAIL = _OPERATOR + r"[ \t]{0,3}[\"']?" + _VALUE + r"*={0,3}"
 
-_AWS_SECRET_NAME = r"(?i:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key)" + _NAME_END
+_AWS_SECRET_NAME_WORDS = r"aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key"
+_AWS_SECRET_NAME = r"(?i:" + _AWS_SECRET_NAME_WORDS + ")" + _NAME_END
 _AWS_SECRET_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/+")
 _KEY_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/.~=")
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
@@ -255,6 +256,10 @@ SECRETS = (
         validate=assigned_ok,
         trim=trim_key,
         context=r"(?<![A-Za-z0-9])(?i:" + _KEY_NAMES + r")" + _NAME_END,
+        gate=r"(?i:"
+        + "|".join((_KEY_NAMES, _SECRET_NAMES, _PASSWORD_NAMES, _AWS_SECRET_NAME_WORDS))
+        + ")"
+        + _NAME_END,
         needles=(":", "=", "：", "是"),
         max_hold=1024,
         tail=_ASSIGNED_TAIL,
@@ -325,7 +330,9 @@ SECRETS = (
         needle_re=r"://[^\s/@]*:",
         max_hold=600,
     ),
-    PresetPattern("aws-key", _AWS_ACCESS, "[AWS_KEY]", validate=_aws_access_ok, needles=("A",), max_hold=32),
+    PresetPattern(
+        "aws-key", _AWS_ACCESS, "[AWS_KEY]", validate=_aws_access_ok, needles=_AWS_PREFIXES, max_hold=32
+    ),
     PresetPattern(
         "private-key", _PRIVATE_KEY, "[PRIVATE_KEY]", needles=("-----",), max_hold=65536, tail=PARTIAL
     ),
