@@ -152,7 +152,8 @@ async def test_phases_select_the_hooks(phase: str, input_hit: int, output_hit: i
 
 
 async def test_every_text_part_and_the_flattened_fallback_are_checked() -> None:
-    """Text parts and the flattened ``content.content`` are redacted; other parts are left untouched."""
+    """Text parts and the flattened ``content.content`` are redacted; other parts are left untouched
+    (tool-call arguments too when ``tool_arguments`` is off)."""
     tool = ToolInvocationPart(tool_call_id="c1", tool_name="lookup", args={"email": "bob@example.com"})
     message = Message(
         role="user",
@@ -161,7 +162,8 @@ async def test_every_text_part_and_the_flattened_fallback_are_checked() -> None:
             content="mail bob@example.com or amy@example.org",
         ),
     )
-    out = await run_input(RegexFilterProcessor(presets=["pii"], strategy="redact"), [message])
+    f = RegexFilterProcessor(presets=["pii"], strategy="redact", tool_arguments=False)
+    out = await run_input(f, [message])
     [result] = out.messages
     texts = [p.text for p in result.content.parts if isinstance(p, TextPart)]
     assert texts == ["mail [EMAIL]", "or [EMAIL]"]

@@ -101,6 +101,10 @@ class RegexFilterProcessor:
             long a custom rule's *complete* match that more text could still extend is held before it
             is accepted as it is. Matches in progress are held back whole whatever this is (partial
             matching says where they start), up to ``stream_hold_limit``.
+        tool_arguments: Also check every string inside tool-call arguments of the messages (in
+            ``process_input`` and ``process_output_result``), with the same strategy; reports name
+            the part (``part_index``) and the ``arg_path``. Default: on when ``phase`` is ``"input"``
+            or ``"all"``, off for ``"output"``.
         stream_hold_limit: The most characters a stream holds back for one possible match (default
             65,536). Past it the stream fails closed: a tripwire (``error="stream_hold_limit"``)
             rather than releasing the start of a secret.
@@ -125,6 +129,7 @@ class RegexFilterProcessor:
         include_redacted_values: bool = False,
         stream_carryover_size: int = 128,
         stream_hold_limit: int = DEFAULT_HOLD_LIMIT,
+        tool_arguments: bool | None = None,
         id: str = "regex-filter",
     ) -> None:
         if strategy not in _STRATEGIES:
@@ -143,6 +148,7 @@ class RegexFilterProcessor:
                 f"got {limit!r}"
             )
         self.stream_hold_limit = limit
+        self.tool_arguments = phase != "output" if tool_arguments is None else bool(tool_arguments)
         self.id = id
         self.strategy: RegexStrategy = strategy
         self.phase: RegexPhase = phase
@@ -224,6 +230,7 @@ class RegexFilterProcessor:
             redact=self.strategy == "redact",
             report=self.on_violation is not None and self.strategy == "redact",
             include_values=self.include_redacted_values,
+            tool_arguments=self.tool_arguments,
         )
         out = [check.message(message) for message in messages]
         found = check.found
@@ -239,7 +246,7 @@ class RegexFilterProcessor:
         return out if changed else None
 
     def _block(self, args: ProcessorArgs, matches: list[dict[str, Any]]) -> None:
-        unique = {tuple(sorted(entry.items())): entry for entry in matches}
+        unique = {repr(sorted(entry.items())): entry for entry in matches}
         matches = list(unique.values())
         rules = ", ".join(dict.fromkeys(str(entry["rule"]) for entry in matches))
         args.abort(

@@ -52,12 +52,15 @@ class RegexRedactionDetail(TypedDict):
 
     ``message_id`` is absent for stream chunks; ``part_index`` (the index in the message's parts, which
     include non-text parts) is absent for the flattened ``content.content`` text and for stream chunks.
+    ``arg_path`` (keys and list indexes) is set for a string inside a tool call's arguments, whose
+    part ``part_index`` is.
     """
 
     strategy: Literal["redact"]
     phase: RegexTextPhase
     message_id: NotRequired[str]
     part_index: NotRequired[int]
+    arg_path: NotRequired[list[str | int]]
     redactions: list[RegexRedaction]
 
 
