@@ -42,7 +42,7 @@ class ChunkQueue:
     def add_text(self, chunk: Chunk, text: str) -> Release | None:
         """Hold ``text`` (from ``chunk``) and feed it to the scanner; return what a scan released."""
         scanner = self.scanner
-        start = scanner.base + len(scanner.buf)
+        start = scanner.end
         end = start + len(text)
         last = self.items[-1] if self.items else None
         if type(last) is _Segment and last.end == start and last.payload.get("id") == chunk.payload.get("id"):

@@ -101,11 +101,12 @@ _WORDS = (
 _CJK_WORDS = r"电话|電話|手机|手機|拨打|撥打|致电|致電|联系|聯繫|联络|号码|號碼|传真|傳真|座机|携帯|番号"
 _CONNECTORS = (
     r"number|num|no|nr|me|us|at|on|is|via|au|al|el|le|la|de|du|mon|mi|ma|or|and|et|ou|y|o|then"
+    r"|moi|nous|te|nos|lo"
     r"|num[ée]ro|n[úu]mero"
 )
 BARE_CONTEXT = (
     r"(?i)(?:\b(?:" + _WORDS + r")\b|" + _CJK_WORDS + r")"
-    r"(?:[\s:#.,;=/()\-：，、是为為或和至]|[0-9]|\b(?:" + _CONNECTORS + r")\b){0,40}+\Z"
+    r"(?:[\s:#.,;=/()\-：，、是为為或和至]|[0-9]|\b(?:" + _CONNECTORS + r")\b){0,40}+(?<![0-9][-./])\Z"
 )
 """What the text before a bare digit run must end with: a phone word, then only punctuation, connecting
 words and other phone numbers (``Phone number:``, ``call me at``, ``Tel.:``, ``mobile no.``, ``cell #``,

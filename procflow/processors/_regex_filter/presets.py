@@ -38,6 +38,7 @@ __all__ = [
     "PresetName",
     "PresetPattern",
     "SuffixChars",
+    "first_trigger",
     "may_match",
     "preset_patterns",
 ]
@@ -290,20 +291,36 @@ the end of the text (a number in progress) may be."""
 _AWS_START = re.compile(r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)")
 
 
-def may_match(text: str, pos: int) -> bool:
-    """Whether ``text[pos:]`` may hold a built-in match, or the start of one, beyond its last word.
+def first_trigger(text: str, pos: int) -> int:
+    """Where the first possible needle of any preset is in ``text[pos:]`` (``-1``: none).
 
     A quick test that over-approximates every needle of every preset: one character-class scan, and
     only when it finds a symbol or digit a finer one (a lone digit or hyphen in prose is no start of
     a phone number or key); then the needles made of letters only (``eyJ``, ``AIza``, ``SG.``,
     ``xox``, AWS key prefixes, ``bearer``, ``basic``). A match in progress holding none of them lies
-    within the last word, which streams hold back anyway.
+    within the last word; a match holding one starts within the word of its first needle.
     """
-    if _TRIGGER_CHARS.search(text, pos) is not None and _TRIGGERS.search(text, pos) is not None:
-        return True
-    if text.find("eyJ", pos) >= 0 or text.find("AIza", pos) >= 0 or text.find("SG.", pos) >= 0:
-        return True
-    if text.find("xox", pos) >= 0 or (text.find("A", pos) >= 0 and _AWS_START.search(text, pos) is not None):
-        return True
-    low = text[pos:].lower()
-    return "bearer" in low or "basic" in low
+    first = -1
+    if _TRIGGER_CHARS.search(text, pos) is not None:
+        found = _TRIGGERS.search(text, pos)
+        if found is not None:
+            first = found.start()
+    for needle in ("eyJ", "AIza", "SG.", "xox"):
+        at = text.find(needle, pos)
+        if at >= 0 and (first < 0 or at < first):
+            first = at
+    if text.find("A", pos) >= 0:
+        found = _AWS_START.search(text, pos)
+        if found is not None and (first < 0 or found.start() < first):
+            first = found.start()
+    low = text.lower()
+    for needle in ("bearer", "basic"):
+        at = low.find(needle, pos)
+        if at >= 0 and (first < 0 or at < first):
+            first = at
+    return first
+
+
+def may_match(text: str, pos: int) -> bool:
+    """Whether ``text[pos:]`` may hold a built-in match, or the start of one, beyond its last word."""
+    return first_trigger(text, pos) >= 0

@@ -10,7 +10,13 @@ from typing import Any
 import regex
 
 from procflow.errors import ConfigurationError
-from procflow.processors._regex_filter.presets import DIGITS, PARTIAL, PresetPattern, SuffixChars, may_match
+from procflow.processors._regex_filter.presets import (
+    DIGITS,
+    PARTIAL,
+    PresetPattern,
+    SuffixChars,
+    first_trigger,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -305,9 +311,11 @@ class NeedleIndex:
                 tails[id(rule.tail)] = (tail, max(reach, rule.max_hold), bits | 1 << index)
         self._tails = list(tails.values())
         self._by_mask: dict[int, tuple[list[CompiledRule], list[tuple[Any, int]]]] = {}
-        self.prefilter: Callable[[str, int], bool] | None = may_match if rules and not self._always else None
-        """Whether a text may hold a match beyond its last word (``None`` with custom rules: those
-        may match anything)."""
+        self.prefilter: Callable[[str, int], int] | None = (
+            first_trigger if rules and not self._always else None
+        )
+        """Where the first possible needle of a text is (``-1``: none; see ``presets.first_trigger``);
+        ``None`` with custom rules: those may match anything."""
 
     def present(self, needle: str, text: str, pos: int = 0) -> bool:
         """Whether ``needle`` occurs in ``text[pos:]``."""

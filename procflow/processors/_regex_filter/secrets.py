@@ -82,7 +82,8 @@ def trim_key(text: str, start: int, end: int) -> int:
 
 
 def trim_value(text: str, start: int, end: int) -> int:
-    """Drop sentence punctuation and unbalanced closing brackets from the end of a password."""
+    """Drop full stops, commas, colons and unbalanced closing brackets from the end of a password
+    (``!`` and ``?`` stay: passwords end with them more often than sentences around them do)."""
     depth = {
         closer: text.count(closer, start, end) - text.count(opener, start, end)
         for closer, opener in _CLOSERS.items()
@@ -91,7 +92,7 @@ def trim_value(text: str, start: int, end: int) -> int:
         ch = text[end - 1]
         if ch in _CLOSERS and depth[ch] > 0:
             depth[ch] -= 1
-        elif ch not in ".:!?":
+        elif ch not in ".,:":
             break
         end -= 1
     return end

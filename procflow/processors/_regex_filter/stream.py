@@ -40,6 +40,10 @@ __all__ = ["DEFAULT_HOLD_LIMIT", "RegexStreamRedactor", "Release", "StreamScanne
 _TOKEN_REACH = 65
 """The longest start of a built-in match that holds none of its needles (an email's local part)."""
 
+_SCAN_AFTER = 48
+"""Text from the word of the first possible needle is scanned once this many characters are pending
+(the text before that word is released at once): dense text is not scanned with every small chunk."""
+
 _RECHECK = 256
 """Held text up to this length is searched again with every piece; longer, once it grew by half."""
 
@@ -77,7 +81,9 @@ class StreamScanner:
         "buf",
         "due",
         "emit",
+        "extra",
         "limit",
+        "parts",
         "resume",
     )
 
@@ -100,18 +106,27 @@ class StreamScanner:
         self.base = 0
         self.emit = 0
         self.due = 0
+        self.parts: list[str] = []
+        self.extra = 0
         self.limit = limit
         self.resume: dict[int, int] = {}
 
     @property
     def pending(self) -> int:
         """Characters pushed but not released yet."""
-        return self.base + len(self.buf) - self.emit
+        return self.base + len(self.buf) + self.extra - self.emit
 
     @property
     def end(self) -> int:
         """Characters pushed so far."""
-        return self.base + len(self.buf)
+        return self.base + len(self.buf) + self.extra
+
+    def _join(self) -> None:
+        """Append the pieces pushed while a long match was waiting (joined once, not per piece)."""
+        if self.parts:
+            self.buf += "".join(self.parts)
+            self.parts = []
+            self.extra = 0
 
     def feed(self, text: str) -> Release | None:
         """Append ``text``; return what it settles (``None`` when nothing is released).
@@ -123,24 +138,34 @@ class StreamScanner:
         Raises:
             StreamHoldLimitError: A possible match held back would grow past ``limit`` characters.
         """
+        if self.due:
+            self.parts.append(text)
+            self.extra += len(text)
+            end = self.end
+            if end < self.due:
+                if end - self.emit <= self.limit:
+                    return None
+            return self._scan_capped(end)
         buf = self.buf = self.buf + text
         base = self.base
         end = base + len(buf)
-        if end < self.due:
-            if end - self.emit <= self.limit:
-                return None
-            return self._scan_capped(end)
         emit = self.emit - base
         prefilter = self._prefilter
-        if prefilter is not None and not self.resume and not prefilter(buf, emit):
+        if prefilter is None or self.resume:
+            return self._scan_capped(end)
+        first = prefilter(buf, emit)
+        if first < 0:
             cut = _last_word(buf, max(emit, len(buf) - _TOKEN_REACH))
-            if cut == emit:
-                return None
-            self.emit = base + cut
-            if emit > 4 * self._context:
-                self._trim()
-            return Release(base + emit, buf[emit:cut], [])
-        return self._scan_capped(end)
+        elif len(buf) - first >= _SCAN_AFTER:
+            return self._scan_capped(end)
+        else:
+            cut = _last_word(buf, emit, first)
+        if cut <= emit:
+            return None
+        self.emit = base + cut
+        if emit > 4 * self._context:
+            self._trim()
+        return Release(base + emit, buf[emit:cut], [])
 
     def _scan_capped(self, end: int) -> Release:
         release = self.scan(final=False)
@@ -162,6 +187,7 @@ class StreamScanner:
 
     def scan(self, *, final: bool) -> Release:
         """Release what is settled (everything when ``final``: the text has ended)."""
+        self._join()
         self._trim()
         buf, base = self.buf, self.base
         n = len(buf)
@@ -263,12 +289,12 @@ class StreamScanner:
 _BREAK = regex.compile(r"(?r)[\s" + CJK + CJK_PUNCT + "]")
 
 
-def _last_word(buf: str, low: int) -> int:
-    """Where the last word of ``buf[low:]`` starts (``len(buf)`` when it ends with a blank).
+def _last_word(buf: str, low: int, high: int | None = None) -> int:
+    """Where the last word of ``buf[low:high]`` starts (``high`` when it ends with a blank).
 
     A word ends at whitespace and at CJK letters and punctuation: no built-in match contains them.
     """
-    n = len(buf)
+    n = len(buf) if high is None else high
     if n == low:
         return n
     found = _BREAK.search(buf, low, n)
