@@ -142,9 +142,8 @@ class StreamScanner:
             self.parts.append(text)
             self.extra += len(text)
             end = self.end
-            if end < self.due:
-                if end - self.emit <= self.limit:
-                    return None
+            if end < self.due and end - self.emit <= self.limit:
+                return None
             return self._scan_capped(end)
         buf = self.buf = self.buf + text
         base = self.base
