@@ -332,6 +332,9 @@ class RegexFilterProcessor:
             release = stream.queue.add_text(chunk, text)
             if release is None:
                 return None
+            if not release.regions:  # the common case, without a coroutine
+                emitted = stream.queue.release(release, [])
+                return emitted[0][0] if len(emitted) == 1 else [item[0] for item in emitted]
             return await self._release(stream, release, args)
         if stream is None or kind in _PASS_AHEAD or kind.startswith("data-"):
             return chunk
