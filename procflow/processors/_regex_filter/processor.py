@@ -17,7 +17,8 @@ from procflow.messages.message import Message
 from procflow.processors._regex_filter.chunks import ChunkQueue
 from procflow.processors._regex_filter.match import Hit, merge_hits, scan_final
 from procflow.processors._regex_filter.messages import MessageCheck
-from procflow.processors._regex_filter.presets import PRESET_NAMES, PresetName, preset_patterns
+from procflow.processors._regex_filter.options import as_rule, check_options, check_preset, warn_matches
+from procflow.processors._regex_filter.presets import PresetName, preset_patterns
 from procflow.processors._regex_filter.report import (
     REDACTED_MATCH,
     RegexPhase,
@@ -66,8 +67,6 @@ __all__ = [
 RegexPreset = PresetName
 """A built-in rule set: ``"pii"``, ``"secrets"`` or ``"urls"``."""
 
-_STRATEGIES = ("block", "redact", "warn")
-_PHASES = ("input", "output", "all")
 _STATE_KEY = "regex_filter.stream"
 _PASS_AHEAD = frozenset(
     {"reasoning-start", "reasoning-delta", "reasoning-end", "source", "file", "response-metadata"}
@@ -132,21 +131,7 @@ class RegexFilterProcessor:
         tool_arguments: bool | None = None,
         id: str = "regex-filter",
     ) -> None:
-        if strategy not in _STRATEGIES:
-            raise ConfigurationError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
-        if phase not in _PHASES:
-            raise ConfigurationError(f"phase must be one of {_PHASES}, got {phase!r}")
-        size = stream_carryover_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ConfigurationError(
-                f"stream_carryover_size must be a positive integer (characters), got {size!r}"
-            )
-        limit = stream_hold_limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < size:
-            raise ConfigurationError(
-                f"stream_hold_limit must be an integer of at least stream_carryover_size ({size}), "
-                f"got {limit!r}"
-            )
+        size, limit = check_options(strategy, phase, stream_carryover_size, stream_hold_limit)
         self.stream_hold_limit = limit
         self.tool_arguments = phase != "output" if tool_arguments is None else bool(tool_arguments)
         self.id = id
@@ -154,8 +139,8 @@ class RegexFilterProcessor:
         self.phase: RegexPhase = phase
         self.include_redacted_values = include_redacted_values
         self.stream_carryover_size = size
-        self.rules = tuple(_as_rule(rule) for rule in rules or ())
-        self.presets = tuple(_check_preset(name) for name in presets or ())
+        self.rules = tuple(as_rule(rule) for rule in rules or ())
+        self.presets = tuple(check_preset(name) for name in presets or ())
         if not self.rules and not self.presets:
             raise ConfigurationError(
                 "RegexFilterProcessor needs at least one rule or preset, e.g. presets=['pii'] or "
@@ -239,7 +224,7 @@ class RegexFilterProcessor:
         if found and self.strategy == "block":
             self._block(args, found)
         if found and self.strategy == "warn":
-            _warn(self.id, phase, [entry["rule"] for entry in found])
+            warn_matches(self.id, phase, [entry["rule"] for entry in found])
         for detail in check.details:
             await self._report(detail)
         changed = any(new is not old for new, old in zip(out, messages, strict=True))
@@ -412,35 +397,4 @@ class RegexFilterProcessor:
     def _warn_release(self, release: Release) -> None:
         if release.regions:
             names = [hit[2].name for region in release.regions for hit in region.hits]
-            _warn(self.id, "process_output_stream", names)
-
-
-def _warn(processor_id: str, phase: RegexTextPhase, rules: list[str]) -> None:
-    log.warning(
-        "regex_filter_match",
-        processor_id=processor_id,
-        phase=phase,
-        rules=sorted(set(rules)),
-        matches=len(rules),
-    )
-
-
-def _as_rule(rule: RegexRule | Mapping[str, Any]) -> RegexRule:
-    if isinstance(rule, RegexRule):
-        return rule
-    if isinstance(rule, Mapping):
-        unknown = set(rule) - {"name", "pattern", "replacement", "timeout", "validate"}
-        if unknown or "name" not in rule or "pattern" not in rule:
-            raise ConfigurationError(
-                f"a rule mapping needs 'name' and 'pattern' (optional: 'replacement', 'timeout', "
-                f"'validate'); got keys {sorted(rule)}"
-            )
-        return RegexRule(**rule)
-    raise ConfigurationError(f"rules must be RegexRule objects or mappings, not {type(rule).__name__}")
-
-
-def _check_preset(name: str) -> PresetName:
-    for known in PRESET_NAMES:
-        if name == known:
-            return known
-    raise ConfigurationError(f"unknown preset {name!r}; choose from {list(PRESET_NAMES)}")
+            warn_matches(self.id, "process_output_stream", names)
