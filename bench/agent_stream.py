@@ -41,8 +41,8 @@ def output_guard() -> list[Any]:
     ]
 
 
-async def _stream_seconds(text: str, processors: list[Any]) -> tuple[float, int]:
-    model = ScriptedModel([text], chunk_size=20)
+async def _stream_seconds(text: str, processors: list[Any], chunk_size: int = 20) -> tuple[float, int]:
+    model = ScriptedModel([text], chunk_size=chunk_size)
     agent = Agent(id="bench", model=model, output_processors=processors)
     start = time.perf_counter()
     output = agent.stream("go")
@@ -52,12 +52,38 @@ async def _stream_seconds(text: str, processors: list[Any]) -> tuple[float, int]
     return time.perf_counter() - start, count
 
 
-async def _median(text: str, processors_factory: Any, repeat: int) -> float:
+async def _median(text: str, processors_factory: Any, repeat: int, chunk_size: int = 20) -> float:
     times = []
     for _ in range(repeat):
-        seconds, _ = await _stream_seconds(text, processors_factory())
+        seconds, _ = await _stream_seconds(text, processors_factory(), chunk_size)
         times.append(seconds)
     return sorted(times)[len(times) // 2]
+
+
+SECRET_TEXT = "Here is the key you asked for: Authorization: Bearer " + "k9Zq" * 2_500 + " (rotate it soon)."
+"""A 10 kB secret, streamed one character per chunk: the held match must not be rescanned per chunk."""
+
+
+async def _secret_row(repeat: int, size: str) -> Row:
+    text = SECRET_TEXT if size == "full" else SECRET_TEXT[:600] + " (rotate it soon)."
+
+    def guard() -> list[Any]:
+        return [RegexFilterProcessor(presets=["pii", "secrets", "urls"], strategy="redact")]
+
+    bare = await _median(text, list, repeat, chunk_size=1)
+    filtered = await _median(text, guard, repeat, chunk_size=1)
+    ratio = filtered / bare
+    return Row(
+        "agent_stream",
+        "agent stream, 10 kB secret in 1-character chunks, RegexFilter redact (all presets): cost",
+        filtered * 1e3,
+        "ms",
+        baseline=bare * 1e3,
+        baseline_name="the same stream without processors (ms)",
+        ratio=ratio,
+        budget="≤ 3× the no-filter stream",
+        passed=None if size == "tiny" else ratio <= 3.0,
+    )
 
 
 async def run(size: str = "full") -> list[Row]:
@@ -70,6 +96,7 @@ async def run(size: str = "full") -> list[Row]:
     regex = await _median(
         text, lambda: [RegexFilterProcessor(presets=["pii", "secrets", "urls"], strategy="redact")], repeat
     )
+    secret = await _secret_row(repeat, size)
     per_chunk = lambda seconds: seconds / chunks * 1e6  # noqa: E731
     regex_rate = chunks / regex
     return [
@@ -95,4 +122,5 @@ async def run(size: str = "full") -> list[Row]:
             budget="info — the budget row is mastra_peer's, measured side by side",
             note="DESIGN §7's quoted figure; bench/mastra_peer.py measures the original in the same run",
         ),
+        secret,
     ]

@@ -20,6 +20,7 @@
     ├── ToolError                              a tool could not be called
     │   └── ToolArgumentsError (ValueError)    the model's arguments do not fit the tool's schema
     ├── PatternTimeoutError (TimeoutError)     a user regex ran past its timeout
+    ├── StreamHoldLimitError (BufferError)     a stream redactor would have to hold more text than allowed
     ├── TokenizerDataError (RuntimeError)      the offline tokenizer data is missing or not the expected file
     ├── MemoryStorageError (RuntimeError)      memory storage failed; a turn is saved whole or not at all
     ├── CacheError                             a server cache or counter store failed
@@ -74,6 +75,7 @@ __all__ = [
     "ProcessorFailedError",
     "ProcessorResultError",
     "ProcflowError",
+    "StreamHoldLimitError",
     "StreamStateError",
     "TokenizerDataError",
     "ToolArgumentsError",
@@ -218,6 +220,17 @@ class MemoryStorageError(ProcflowError, RuntimeError):
         self.backend = backend
         self.operation = operation
         super().__init__(f"memory storage ({backend}) failed to {operation}: {message}")
+
+
+class StreamHoldLimitError(ProcflowError, BufferError):
+    """A match in progress in a stream grew past the redactor's hold limit (it fails closed)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"a possible match in the stream is longer than the hold limit of {limit} characters, so the "
+            "text could not be checked; raise stream_hold_limit if such long matches are expected"
+        )
 
 
 class TokenizerDataError(ProcflowError, RuntimeError):

@@ -47,11 +47,11 @@ def test_warnings_do_not_fail_the_check() -> None:
 
 
 def test_the_bundled_guard_checks_clean() -> None:
-    """Without a reference the bundled guard is checked: five processors, no errors."""
+    """Without a reference the bundled guard is checked: four processors, no errors."""
     done = procflow("check")
     assert done.returncode == 0, done.stdout
-    assert "the bundled guard: 5 processors, run in sequence" in done.stdout
-    for pid in ("unicode-normalizer", "redact-pii-secrets", "redact-tool-arguments", "injection-guard"):
+    assert "the bundled guard: 4 processors, run in sequence" in done.stdout
+    for pid in ("unicode-normalizer", "redact-pii-secrets", "injection-guard"):
         assert f"  {pid}" in done.stdout
 
 

@@ -75,9 +75,9 @@ async def test_seed_input_block_stops_before_the_model() -> None:
         model=model,
         input_processors=[RegexFilterProcessor(presets=["pii", "secrets"], strategy="block")],
     )
-    result = await agent.generate("my key is AKIAIOSFODNN7EXAMPLE")
+    result = await agent.generate("my key is AKIA2E0A8F3B244C9986")
     assert result.tripwire is not None
     assert result.tripwire.processor_id == "regex-filter"
     [match] = result.tripwire.metadata["matches"]
-    assert (match["rule"], match["match"], match["index"]) == ("aws-access-key", "[REDACTED_MATCH]", 10)
+    assert (match["rule"], match["match"], match["index"]) == ("aws-key", "[REDACTED_MATCH]", 10)
     assert model.prompts == []

@@ -41,10 +41,14 @@ def test_a_tie_goes_to_the_earlier_match() -> None:
 
 
 def test_builtin_and_custom_rules_overlap() -> None:
-    """A custom rule overlapping a preset match merges with it like any other rule."""
+    """A custom rule overlapping a preset match merges with it like any other rule; the longer match's
+    replacement wins, and on an equal-length tie the preset's (presets are ordered first)."""
     rule = RegexRule("long-digits", r"\d{16}", replacement="<digits>")
     f = RegexFilterProcessor(rules=[rule], presets=["pii"], strategy="redact")
-    assert f.redact("pay 4111111111111111 now") == "pay <digits> now"
+    assert f.redact("pay 4111111111111111 now") == "pay [CREDIT_CARD] now"
+    longer = RegexRule("pay-digits", r"pay \d{16}", replacement="<digits>")
+    f = RegexFilterProcessor(rules=[longer], presets=["pii"], strategy="redact")
+    assert f.redact("pay 4111111111111111 now") == "<digits> now"
 
 
 def test_whole_match_and_group_references() -> None:

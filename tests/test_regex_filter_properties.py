@@ -33,15 +33,24 @@ SECRETS = [
     'api_key = "abcd1234efgh5678"',
     "--token abcd1234efgh5678",
     "Bearer eyJhbGciOiJIUzI1NiJ9.abc123",
-    "AKIAIOSFODNN7EXAMPLE",
-    "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AKIA2E0A8F3B244C9986",
+    "aws_secret_access_key=q8Hn2Lr+Vt5Wx7Zb9Pd1Kf3Mg/Js4Qc6Ye0Ua2Io",
     "https://example.com/a_(b)?q=1",
     "ghp_a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc+/=\n-----END RSA PRIVATE KEY-----",
     "SECRET-abcdef;",
     "555-1234",
+    "详情见https://docs.example.net/faq。",
+    "有事请拨打13912345678。",
+    "卡号是5555555555554444，",
+    "客户li.wei@example.cn说无法登录",
+    "密码：abc123456，",
+    "password=hunter2!x",
+    "postgres://app:Zq8wLm3x@db.example.com/app",
+    "Basic dXNlcjpwYXNzd29yZA==",
+    "Bearer     abc123xyz9",
 ]
-ALPHABET = "ab0159 .-_()+@:=\"'\n\tAKsk/"
+ALPHABET = "ab0159 .-_()+@:=\"'\n\tAKsk/中文。，："
 
 fragments = st.one_of(
     st.sampled_from(SECRETS),
@@ -76,11 +85,14 @@ def _split(text: str, cuts: list[int], one_by_one: bool) -> list[str]:
 
 
 def _chunks(pieces: list[str], markers: list[bool]) -> list[Chunk | str]:
-    """Pieces as text deltas, some separated by text-end/text-start (one text all the same)."""
+    """Pieces as text deltas, some separated by text-end/text-start or by a reasoning delta (one text
+    all the same)."""
     out: list[Chunk | str] = []
     for index, piece in enumerate(pieces):
         if index and markers[index % len(markers)]:
             out += [Chunk("text-end", {"id": "0"}), Chunk("text-start", {"id": "0"})]
+        if index % 3 == 1:
+            out.append(Chunk("reasoning-delta", {"id": "r", "text": "thinking about 555-0100"}))
         out.append(piece)
     return out
 
@@ -110,8 +122,9 @@ async def _matched(options: dict[str, object], text: str) -> list[str]:
 async def test_stream_equals_whole_text(
     text: str, cuts: list[int], one_by_one: bool, markers: list[bool], kind: str, window: int
 ) -> None:
-    """(a) For any text and chunking, the redacted stream joined equals whole-text redaction whenever
-    every match is shorter than the window."""
+    """(a) For any text (CJK included) and chunking, with text-block markers and reasoning chunks
+    interleaved, the redacted stream joined equals whole-text redaction whenever every custom match is
+    shorter than the window."""
     f = RegexFilterProcessor(**FILTERS[kind], strategy="redact", stream_carryover_size=window)  # type: ignore[arg-type]
     if kind != "presets":
         assume(all(len(value) < window for value in await _matched({"rules": CUSTOM}, text)))
@@ -131,10 +144,10 @@ async def test_no_match_ever_leaks(
     text: str, cuts: list[int], one_by_one: bool, kind: str, window: int
 ) -> None:
     """(b) With any window, no emitted chunk or run of chunks holds a matched secret that whole-text
-    redaction removed."""
+    redaction removed, with reasoning chunks interleaved in the text."""
     f = RegexFilterProcessor(**FILTERS[kind], strategy="redact", stream_carryover_size=window)  # type: ignore[arg-type]
     whole = f.redact(text)
-    out = await run_output_stream(f, _split(text, cuts, one_by_one))
+    out = await run_output_stream(f, _chunks(_split(text, cuts, one_by_one), [False]))
     streamed = _text(out.chunks)
     for value in await _matched(FILTERS[kind], text):
         if value not in whole:

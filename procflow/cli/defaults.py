@@ -1,15 +1,14 @@
 """The bundled guard ``procflow run`` (and ``procflow chat``) applies when no pipeline is given.
 
 In order: Unicode normalisation (so full-width and other look-alike characters cannot hide anything
-from the checks after it), PII and secrets redaction in every text and in tool-call arguments, a block
-on blatant prompt-injection phrases, and a token limit.
+from the checks after it), PII and secrets redaction in every text and in tool-call arguments (the
+filter's ``tool_arguments`` option), a block on blatant prompt-injection phrases, and a token limit.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from procflow.cli.tool_arguments import ToolArgumentsFilter
 from procflow.processors import RegexFilterProcessor
 from procflow.processors.token_limiter import TokenLimiter
 from procflow.processors.unicode_normalizer import UnicodeNormalizer
@@ -44,7 +43,6 @@ def default_pipeline() -> list[Any]:
     return [
         UnicodeNormalizer(),
         RegexFilterProcessor(presets=presets, strategy="redact", id="redact-pii-secrets"),
-        ToolArgumentsFilter(presets=presets, strategy="redact", id="redact-tool-arguments"),
         RegexFilterProcessor(
             rules=[{"name": name, "pattern": pattern} for name, pattern in INJECTION_RULES],
             strategy="block",

@@ -13,6 +13,16 @@ from procflow.processors._guards import (
     SystemPromptScrubber,
 )
 from procflow.processors._prices import DEFAULT_MODEL_PRICES, ModelPrice
+from procflow.processors._regex_filter import (
+    RegexFilterProcessor,
+    RegexPhase,
+    RegexPreset,
+    RegexRedaction,
+    RegexRedactionDetail,
+    RegexRule,
+    RegexStrategy,
+    RegexStreamRedactor,
+)
 from procflow.processors._response_cache import (
     RESPONSE_CACHE_CONTEXT_KEY,
     CacheKey,
@@ -55,16 +65,6 @@ from procflow.processors.batch_parts import BatchPartsProcessor
 from procflow.processors.compat_rules import DEFAULT_COMPAT_RULES, CompatRule, MessageMend, PromptRewrite
 from procflow.processors.prefill_error_handler import PrefillErrorHandler
 from procflow.processors.provider_history_compat import ProviderHistoryCompat
-from procflow.processors.regex_filter import (
-    RegexFilterProcessor,
-    RegexPhase,
-    RegexPreset,
-    RegexRedaction,
-    RegexRedactionDetail,
-    RegexRule,
-    RegexStrategy,
-    RegexStreamRedactor,
-)
 from procflow.processors.stream_error_retry import (
     ErrorMatcher,
     StreamErrorRetryProcessor,

@@ -11,14 +11,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from procflow._logging import log
-from procflow.errors import ConfigurationError, PatternTimeoutError
+from procflow.errors import ConfigurationError, PatternTimeoutError, StreamHoldLimitError
 from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
-from procflow.processors._regex_chunks import ChunkQueue
-from procflow.processors._regex_match import Hit, merge_hits, scan_final
-from procflow.processors._regex_messages import MessageCheck
-from procflow.processors._regex_presets import PRESET_NAMES, PresetName, preset_patterns
-from procflow.processors._regex_report import (
+from procflow.processors._regex_filter.chunks import ChunkQueue
+from procflow.processors._regex_filter.match import Hit, merge_hits, scan_final
+from procflow.processors._regex_filter.messages import MessageCheck
+from procflow.processors._regex_filter.options import as_rule, check_options, check_preset, warn_matches
+from procflow.processors._regex_filter.presets import PresetName, preset_patterns
+from procflow.processors._regex_filter.report import (
     REDACTED_MATCH,
     RegexPhase,
     RegexRedaction,
@@ -28,7 +29,7 @@ from procflow.processors._regex_report import (
     apply_regions,
     redaction_entry,
 )
-from procflow.processors._regex_rules import (
+from procflow.processors._regex_filter.rules import (
     DEFAULT_TIMEOUT,
     CompiledRule,
     NeedleIndex,
@@ -36,7 +37,12 @@ from procflow.processors._regex_rules import (
     compile_preset,
     compile_rule,
 )
-from procflow.processors._regex_stream import RegexStreamRedactor, Release, StreamScanner
+from procflow.processors._regex_filter.stream import (
+    DEFAULT_HOLD_LIMIT,
+    RegexStreamRedactor,
+    Release,
+    StreamScanner,
+)
 from procflow.processors.args import (
     ProcessInputArgs,
     ProcessorArgs,
@@ -61,9 +67,11 @@ __all__ = [
 RegexPreset = PresetName
 """A built-in rule set: ``"pii"``, ``"secrets"`` or ``"urls"``."""
 
-_STRATEGIES = ("block", "redact", "warn")
-_PHASES = ("input", "output", "all")
 _STATE_KEY = "regex_filter.stream"
+_PASS_AHEAD = frozenset(
+    {"reasoning-start", "reasoning-delta", "reasoning-end", "source", "file", "response-metadata"}
+)
+"""Chunks that pass ahead of held text without ending it (the text they interrupt stays one text)."""
 
 
 class _Stream:
@@ -88,10 +96,17 @@ class RegexFilterProcessor:
         phase: ``"input"`` (input messages), ``"output"`` (the output stream and result) or ``"all"``.
         include_redacted_values: Put the redacted text in each redaction report entry (off by default:
             those values are exactly the data being removed).
-        stream_carryover_size: Characters of streamed text held back (default 128): text is checked
-            and released once this many are pending, and a custom rule holds back at most this many
-            while a match may be in progress (built-in presets hold up to their own longest match, such
-            as a private-key block). Raise it for custom rules with longer matches.
+        stream_carryover_size: The context window of streamed text, in characters (default 128): how
+            long a custom rule's *complete* match that more text could still extend is held before it
+            is accepted as it is. Matches in progress are held back whole whatever this is (partial
+            matching says where they start), up to ``stream_hold_limit``.
+        tool_arguments: Also check every string inside tool-call arguments of the messages (in
+            ``process_input`` and ``process_output_result``), with the same strategy; reports name
+            the part (``part_index``) and the ``arg_path``. Default: on when ``phase`` is ``"input"``
+            or ``"all"``, off for ``"output"``.
+        stream_hold_limit: The most characters a stream holds back for one possible match (default
+            65,536). Past it the stream fails closed: a tripwire (``error="stream_hold_limit"``)
+            rather than releasing the start of a secret.
         id: Processor id (default ``"regex-filter"``); give another to use two filters in one pipeline.
 
     Raises:
@@ -112,36 +127,32 @@ class RegexFilterProcessor:
         phase: RegexPhase = "all",
         include_redacted_values: bool = False,
         stream_carryover_size: int = 128,
+        stream_hold_limit: int = DEFAULT_HOLD_LIMIT,
+        tool_arguments: bool | None = None,
         id: str = "regex-filter",
     ) -> None:
-        if strategy not in _STRATEGIES:
-            raise ConfigurationError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
-        if phase not in _PHASES:
-            raise ConfigurationError(f"phase must be one of {_PHASES}, got {phase!r}")
-        size = stream_carryover_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ConfigurationError(
-                f"stream_carryover_size must be a positive integer (characters), got {size!r}"
-            )
+        size, limit = check_options(strategy, phase, stream_carryover_size, stream_hold_limit)
+        self.stream_hold_limit = limit
+        self.tool_arguments = phase != "output" if tool_arguments is None else bool(tool_arguments)
         self.id = id
         self.strategy: RegexStrategy = strategy
         self.phase: RegexPhase = phase
         self.include_redacted_values = include_redacted_values
         self.stream_carryover_size = size
-        self.rules = tuple(_as_rule(rule) for rule in rules or ())
-        self.presets = tuple(_check_preset(name) for name in presets or ())
+        self.rules = tuple(as_rule(rule) for rule in rules or ())
+        self.presets = tuple(check_preset(name) for name in presets or ())
         if not self.rules and not self.presets:
             raise ConfigurationError(
                 "RegexFilterProcessor needs at least one rule or preset, e.g. presets=['pii'] or "
                 "rules=[RegexRule('internal-id', r'INTERNAL-\\d{6}')]"
             )
         self.on_violation: ViolationCallback | None = None
-        compiled = [compile_rule(rule, index) for index, rule in enumerate(self.rules)]
+        compiled: list[CompiledRule] = []  # presets first: on an equal-length tie a preset wins
         for name in dict.fromkeys(self.presets):
             compiled.extend(compile_preset(p, len(compiled)) for p in preset_patterns(name))
+        compiled.extend(compile_rule(rule, len(compiled)) for rule in self.rules)
         self._rules: tuple[CompiledRule, ...] = tuple(compiled)
         self._needles = NeedleIndex(self._rules)
-        self._batch = size
 
     def __repr__(self) -> str:
         return (
@@ -161,7 +172,12 @@ class RegexFilterProcessor:
     def stream_redactor(self) -> RegexStreamRedactor:
         """A redactor for text arriving in pieces: ``feed(piece)`` returns what is safe to release,
         ``close()`` the rest; the pieces joined equal :meth:`redact` of the whole text."""
-        return RegexStreamRedactor(self._rules, window=self.stream_carryover_size, needles=self._needles)
+        return RegexStreamRedactor(
+            self._rules,
+            window=self.stream_carryover_size,
+            needles=self._needles,
+            limit=self.stream_hold_limit,
+        )
 
     def _find(self, text: str) -> list[Hit]:
         hits: list[Hit] = []
@@ -199,6 +215,7 @@ class RegexFilterProcessor:
             redact=self.strategy == "redact",
             report=self.on_violation is not None and self.strategy == "redact",
             include_values=self.include_redacted_values,
+            tool_arguments=self.tool_arguments,
         )
         out = [check.message(message) for message in messages]
         found = check.found
@@ -207,13 +224,15 @@ class RegexFilterProcessor:
         if found and self.strategy == "block":
             self._block(args, found)
         if found and self.strategy == "warn":
-            _warn(self.id, phase, [entry["rule"] for entry in found])
+            warn_matches(self.id, phase, [entry["rule"] for entry in found])
         for detail in check.details:
             await self._report(detail)
         changed = any(new is not old for new, old in zip(out, messages, strict=True))
         return out if changed else None
 
     def _block(self, args: ProcessorArgs, matches: list[dict[str, Any]]) -> None:
+        unique = {repr(sorted(entry.items())): entry for entry in matches}
+        matches = list(unique.values())
         rules = ", ".join(dict.fromkeys(str(entry["rule"]) for entry in matches))
         args.abort(
             f"Content blocked by {self.name}: matched {rules}",
@@ -236,14 +255,19 @@ class RegexFilterProcessor:
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> StreamResult:
         """Check streamed text, holding back only text where a match may still be in progress.
 
-        Non-text chunks pass untouched, after the held text is released (text-start/text-end chunks
-        wait in place with the text: text split across text blocks is checked as one text). A custom
-        rule that times out stops the stream with a tripwire: the runner would let the chunk through.
+        Settled text is released with every chunk. Reasoning, source, file, response-metadata and
+        ``data-*`` chunks pass at once, ahead of held text, which stays one text with what follows;
+        text-start/text-end chunks wait in place with the text (text split across text blocks is
+        checked as one text); any other chunk (a tool call, a step's end) first releases the held
+        text, checked as final. A custom rule that times out, or a possible match longer than
+        ``stream_hold_limit``, stops the stream with a tripwire: the runner would let the chunk through.
         """
         try:
             return await self._on_chunk(args)
         except PatternTimeoutError as exc:
             self._timed_out(args, exc)
+        except StreamHoldLimitError as exc:
+            self._over_limit(args, exc)
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: release the held text, checked as final."""
@@ -254,6 +278,14 @@ class RegexFilterProcessor:
             return await self._finish(stream, args)
         except PatternTimeoutError as exc:
             self._timed_out(args, exc)
+
+    def _over_limit(self, args: ProcessorArgs, exc: StreamHoldLimitError) -> NoReturn:
+        args.abort(
+            f"Content blocked by {self.name}: a possible match grew past stream_hold_limit ({exc.limit}), "
+            "the text could not be checked",
+            retry=False,
+            metadata={"processor_id": self.id, "strategy": self.strategy, "error": "stream_hold_limit"},
+        )
 
     def _timed_out(self, args: ProcessorArgs, exc: PatternTimeoutError) -> NoReturn:
         args.abort(
@@ -280,15 +312,16 @@ class RegexFilterProcessor:
             if stream is None:
                 stream = args.state[_STATE_KEY] = self._new_stream()
             if self.strategy == "warn":
-                release = stream.scanner.feed(text, self._batch)
-                if release is not None:
-                    self._warn_release(release)
+                self._warn_feed(stream, text)
                 return chunk
-            release = stream.queue.add_text(chunk, text, self._batch)
+            release = stream.queue.add_text(chunk, text)
             if release is None:
                 return None
+            if not release.regions:  # the common case, without a coroutine
+                emitted = stream.queue.release(release, [])
+                return emitted[0][0] if len(emitted) == 1 else [item[0] for item in emitted]
             return await self._release(stream, release, args)
-        if stream is None:
+        if stream is None or kind in _PASS_AHEAD or kind.startswith("data-"):
             return chunk
         if kind == "text-start" or kind == "text-end":
             if not stream.queue.items:
@@ -299,8 +332,29 @@ class RegexFilterProcessor:
         out.append(chunk)
         return out
 
+    def _warn_feed(self, stream: _Stream, text: str) -> None:
+        try:
+            release = stream.scanner.feed(text)
+        except StreamHoldLimitError:
+            log.warning("regex_filter_hold_limit", processor_id=self.id)
+            stream.scanner = StreamScanner(
+                self._rules,
+                window=self.stream_carryover_size,
+                needles=self._needles,
+                limit=self.stream_hold_limit,
+            )
+            return
+        if release is not None:
+            self._warn_release(release)
+
     def _new_stream(self) -> _Stream:
-        return _Stream(StreamScanner(self._rules, window=self.stream_carryover_size, needles=self._needles))
+        scanner = StreamScanner(
+            self._rules,
+            window=self.stream_carryover_size,
+            needles=self._needles,
+            limit=self.stream_hold_limit,
+        )
+        return _Stream(scanner)
 
     async def _finish(self, stream: _Stream, args: ProcessorArgs) -> list[Chunk]:
         del args.state[_STATE_KEY]
@@ -310,12 +364,14 @@ class RegexFilterProcessor:
         if self.strategy == "warn":
             self._warn_release(release)
             return []
-        return await self._release(stream, release, args)
+        out = await self._release(stream, release, args)
+        return [out] if isinstance(out, Chunk) else list(out or [])
 
-    async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> list[Chunk]:
+    async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> StreamResult:
         regions = release.regions
         if not regions:
-            return [emitted[0] for emitted in stream.queue.release(release, [])]
+            emitted = stream.queue.release(release, [])
+            return emitted[0][0] if len(emitted) == 1 else [item[0] for item in emitted]
         if self.strategy == "block":
             matches = [
                 {"rule": hit[2].name, "match": REDACTED_MATCH, "index": release.start + hit[0]}
@@ -341,35 +397,4 @@ class RegexFilterProcessor:
     def _warn_release(self, release: Release) -> None:
         if release.regions:
             names = [hit[2].name for region in release.regions for hit in region.hits]
-            _warn(self.id, "process_output_stream", names)
-
-
-def _warn(processor_id: str, phase: RegexTextPhase, rules: list[str]) -> None:
-    log.warning(
-        "regex_filter_match",
-        processor_id=processor_id,
-        phase=phase,
-        rules=sorted(set(rules)),
-        matches=len(rules),
-    )
-
-
-def _as_rule(rule: RegexRule | Mapping[str, Any]) -> RegexRule:
-    if isinstance(rule, RegexRule):
-        return rule
-    if isinstance(rule, Mapping):
-        unknown = set(rule) - {"name", "pattern", "replacement", "timeout", "validate"}
-        if unknown or "name" not in rule or "pattern" not in rule:
-            raise ConfigurationError(
-                f"a rule mapping needs 'name' and 'pattern' (optional: 'replacement', 'timeout', "
-                f"'validate'); got keys {sorted(rule)}"
-            )
-        return RegexRule(**rule)
-    raise ConfigurationError(f"rules must be RegexRule objects or mappings, not {type(rule).__name__}")
-
-
-def _check_preset(name: str) -> PresetName:
-    for known in PRESET_NAMES:
-        if name == known:
-            return known
-    raise ConfigurationError(f"unknown preset {name!r}; choose from {list(PRESET_NAMES)}")
+            warn_matches(self.id, "process_output_stream", names)

@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from procflow.messages.message import Message
-from procflow.messages.parts import TextPart
-from procflow.processors._regex_match import Hit, merge_hits
-from procflow.processors._regex_report import (
+from procflow.messages.parts import TextPart, ToolInvocationPart
+from procflow.processors._regex_filter.match import Hit, merge_hits
+from procflow.processors._regex_filter.report import (
     REDACTED_MATCH,
     RegexRedactionDetail,
     RegexTextPhase,
     apply_regions,
 )
+from procflow.processors._regex_filter.tool_args import ArgPath, map_strings
 
 __all__ = ["MessageCheck"]
 
@@ -29,6 +30,7 @@ class MessageCheck:
         redact: Replace matches (else only record them in ``found``, for ``block``/``warn``).
         report: Build a redaction detail per redacted text (only when someone listens).
         include_values: Put redacted values in the report.
+        tool_arguments: Also check every string inside tool-call arguments.
         found: Tripwire-style match entries (``block``/``warn``).
         details: Redaction details, one per redacted part or flattened text.
     """
@@ -38,6 +40,7 @@ class MessageCheck:
     redact: bool
     report: bool
     include_values: bool
+    tool_arguments: bool = False
     found: list[dict[str, Any]] = field(default_factory=list)
     details: list[RegexRedactionDetail] = field(default_factory=list)
 
@@ -46,12 +49,16 @@ class MessageCheck:
         content = message.content
         parts: list[Any] | None = None
         for index, part in enumerate(content.parts):
-            if not isinstance(part, TextPart) or not part.text:
-                continue
-            new_text = self.text(part.text, message.id, index)
-            if new_text is not None:
-                parts = parts if parts is not None else list(content.parts)
-                parts[index] = part.model_copy(update={"text": new_text})
+            if isinstance(part, TextPart) and part.text:
+                new_text = self.text(part.text, message.id, index)
+                if new_text is not None:
+                    parts = parts if parts is not None else list(content.parts)
+                    parts[index] = part.model_copy(update={"text": new_text})
+            elif self.tool_arguments and isinstance(part, ToolInvocationPart) and part.args:
+                args = self.arguments(part.args, message.id, index)
+                if args is not part.args:
+                    parts = parts if parts is not None else list(content.parts)
+                    parts[index] = part.model_copy(update={"args": args})
         new_fallback = self.text(content.content, message.id, None) if content.content else None
         if parts is None and new_fallback is None:
             return message
@@ -62,7 +69,18 @@ class MessageCheck:
             update["content"] = new_fallback
         return message.model_copy(update={"content": content.model_copy(update=update)})
 
-    def text(self, text: str, message_id: str, part_index: int | None) -> str | None:
+    def arguments(self, args: dict[str, Any], message_id: str, part_index: int) -> dict[str, Any]:
+        """Tool-call arguments with every string checked (the same object when nothing changed)."""
+
+        def change(value: str, path: ArgPath) -> str | None:
+            return self.text(value, message_id, part_index, path)
+
+        result: dict[str, Any] = map_strings(args, change)
+        return result
+
+    def text(
+        self, text: str, message_id: str, part_index: int | None, arg_path: ArgPath | None = None
+    ) -> str | None:
         """The redacted text, or ``None`` when it is unchanged (or only recorded)."""
         hits = self.find(text)
         if not hits:
@@ -77,6 +95,8 @@ class MessageCheck:
                 }
                 if part_index is not None:
                     entry["part_index"] = part_index
+                if arg_path is not None:
+                    entry["arg_path"] = list(arg_path)
                 self.found.append(entry)
             return None
         new_text, entries = apply_regions(
@@ -91,5 +111,7 @@ class MessageCheck:
             }
             if part_index is not None:
                 detail["part_index"] = part_index
+            if arg_path is not None:
+                detail["arg_path"] = list(arg_path)
             self.details.append(detail)
         return new_text

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procflow.errors import PatternTimeoutError
-from procflow.processors._regex_rules import CompiledRule, NeedleIndex, expand
+from procflow.processors._regex_filter.rules import CompiledRule, NeedleIndex, expand
 
 __all__ = ["Hit", "OpenScan", "Region", "accept_pending", "merge_hits", "scan_final", "scan_open"]
 
@@ -73,6 +73,10 @@ def _fullmatch(rule: CompiledRule, text: str) -> Any:
 
 
 def _accept(rule: CompiledRule, text: str, match: Any) -> Hit | None:
+    if rule.gate is not None:
+        begin = match.start()
+        if rule.gate.search(text, max(0, begin - _CONTEXT_REACH), begin) is None:
+            return None
     for variant in rule.variants:
         hit = _accept_as(variant, text, match)
         if hit is not None:
@@ -87,20 +91,20 @@ def _accept_as(rule: CompiledRule, text: str, match: Any) -> Hit | None:
         start, end = match.span(rule.group)
         if start < 0:
             return None
-    if rule.trim is not None:
-        end = rule.trim(text, start, end)
-    if end <= start:
-        return None
     if rule.context is not None:
         begin = match.start()
         if rule.context.search(text, max(0, begin - _CONTEXT_REACH), begin) is None:
             return None
+    if rule.trim is not None:
+        end = rule.trim(text, start, end)
+    if end <= start:
+        return None
     if rule.validate is not None and not rule.validate(text[start:end]):
         return None
     return (start, end, rule, match.start(), match.end())
 
 
-_CONTEXT_REACH = 48
+_CONTEXT_REACH = 80
 """How far before a match a built-in ``context`` pattern may look."""
 
 

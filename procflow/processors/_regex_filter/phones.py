@@ -20,10 +20,14 @@ from __future__ import annotations
 
 __all__ = [
     "BARE_CONTEXT",
+    "CJK",
+    "CJK_PUNCT",
     "INTL",
     "NANP",
     "PAREN",
+    "SPACED",
     "TRUNK",
+    "W",
     "bare_phone_end",
     "bare_phone_ok",
     "intl_phone_ok",
@@ -31,18 +35,35 @@ __all__ = [
     "paren_phone_ok",
 ]
 
-_NOT_IN_NUMBER = r"(?<![\w#+.-]{c})(?<![0-9][ .:/-]{c})"
-"""Look-behinds placed after the first character ``{c}``: no digit run or digit group goes on before it."""
+CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Bopomofo}"
+"""Scripts written without spaces: an ASCII entity glued to one of their letters starts or ends there."""
 
-_INTL_GROUPS = r"(?:[ .-]?+(?:\([0-9]{1,4}+\)|[0-9]{1,5}+)){1,6}+(?!\w)"
-_NATIONAL_END = r"(?!\w|[ ./-][0-9])"
+CJK_PUNCT = "\u3000-\u303f\uff00-\uff65"
+"""CJK symbols and punctuation, and the full-width forms (``。，；：！？）》``…)."""
+
+W = (
+    r"[0-9A-Za-z_\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02af\u0370-\u03ff\u0400-\u052f\u0590-\u06ff"
+    r"\u0900-\u0dff\u1e00-\u1fff]"
+)
+"""A word character of a spaced script (Latin, Greek, Cyrillic, Hebrew, Arabic, Indic): what a boundary
+check treats as "more of the same word". CJK and Thai, written without spaces, are boundaries; the
+class is spelled out as ranges, which the engine tests faster than a negated class of properties."""
+
+
+def _not_in_number(first: str) -> str:
+    """Look-behinds placed after the first character: no digit run or digit group goes on before it."""
+    return r"(?<!(?:" + W + r"|[#+.-])" + first + r")(?<![0-9][ .:/-]" + first + ")"
+
+
+_INTL_GROUPS = r"(?:[ .-]?+(?:\([0-9]{1,4}+\)|[0-9]{1,5}+)){1,6}+(?!" + W + r")"
+_NATIONAL_END = r"(?!" + W + r"|[ ./-][0-9])"
 """No digit run or digit group goes on after a national number either."""
 
-INTL = r"\+(?<![\w+]\+)[0-9]{1,3}+" + _INTL_GROUPS
+INTL = r"\+(?<!(?:" + W + r"|\+)\+)[0-9]{1,3}+" + _INTL_GROUPS
 """``+44 20 7946 0958``, ``+1 (555) 123-4567``, ``+44 (0)20 7946 0958``, ``+4915112345678``."""
 
 PAREN = (
-    r"\((?<![\w#+.-]\()(?:\+[0-9]{1,3}+\)" + _INTL_GROUPS + r"|(?:"
+    r"\((?<!(?:" + W + r"|[#+.-])\()(?:\+[0-9]{1,3}+\)" + _INTL_GROUPS + r"|(?:"
     r"0[1-9][0-9]{0,3}+\) ?+"
     r"(?:[0-9]{2,4}+(?P<sep>[ .-])[0-9]{2,4}+(?:(?P=sep)[0-9]{2,4}+){0,2}+|[0-9]{5,8}+)"
     r"|[0-9]{3}\) ?+[0-9]{3}[ .-][0-9]{4}"
@@ -53,7 +74,7 @@ PAREN = (
 prose costs one search."""
 
 NANP = (
-    "[0-9]" + _NOT_IN_NUMBER.format(c="[0-9]") + r"(?:[0-9]{2}(?:"
+    "[0-9]" + _not_in_number("[0-9]") + r"(?:[0-9]{2}(?:"
     r"[ .-](?:[0-9]{3}[ .-][0-9]{4}|(?<=1[3-9][0-9][ -])[0-9]{4}[ -][0-9]{4})"
     r"|(?<=[6-9][0-9]{2})[0-9]{2}[ -][0-9]{5})"
     r"|(?<=1)[ .-](?:\([0-9]{3}\) ?+|[0-9]{3}[ .-])[0-9]{3}[ .-][0-9]{4}"
@@ -62,7 +83,7 @@ NANP = (
 """US/Canada ``555-123-4567``, ``1 (555) 123-4567``; India ``98765 43210``; China ``138 0013 8000``."""
 
 TRUNK = (
-    "0" + _NOT_IN_NUMBER.format(c="0") + r"(?:"
+    "0" + _not_in_number("0") + r"(?:"
     r"[1-9][0-9]{0,3}+(?:(?P<sep>[ .-])[0-9]{2,4}+(?:(?P=sep)[0-9]{2,4}+){1,4}+|[ /-][0-9]{5,8}+)"
     r"|0[1-9][0-9]{0,2}+[ .-][0-9]{1,5}+(?:[ .-]?+[0-9]{2,5}+){1,5}+"
     r")" + _NATIONAL_END
@@ -70,15 +91,31 @@ TRUNK = (
 """A trunk ``0``, then groups of 2-4 digits with one separator (``020 7946 0958``) or one subscriber
 group of 5-8 digits (``07700 900123``, ``030/12345678``); or ``00``, a country code and groups."""
 
+SPACED = (
+    "[6-9]" + _not_in_number("[6-9]") + r"(?:[0-9]{2}(?P<sep>[ .])[0-9]{3}(?P=sep)[0-9]{3}"
+    r"|[0-9](?P<sep2>[ .])[0-9]{3}(?P=sep2)[0-9]{2}(?P=sep2)[0-9]{2})" + _NATIONAL_END
+)
+"""Numbers without a trunk prefix grouped 3-3-3 or 2-3-2-2 (Spain: ``612 345 678``, ``91 123 45 67``):
+phone numbers only after a phone word, like bare digit runs (the same shape writes ``612 345 678 €``)."""
+
 _WORDS = (
     r"phone|ph|tel|t[ée]l[ée]phone|telefon[eo]?|tel[ée]fono|call|called|calling|mob|mobil|mobile"
     r"|m[óo]vil|cell|cellphone|celular|handy|portable|whats ?app|sms|fax|hotline"
+    r"|appel(?:ez|er|le)?|joindre|joignable|llam(?:a|e|ar|ad|ame)|ll[áa]mame|ll[áa]menos"
+)
+_CJK_WORDS = r"电话|電話|手机|手機|拨打|撥打|致电|致電|联系|聯繫|联络|号码|號碼|传真|傳真|座机|携帯|番号"
+_CONNECTORS = (
+    r"number|num|no|nr|me|us|at|on|is|via|au|al|el|le|la|de|du|mon|mi|ma|or|and|et|ou|y|o|then"
+    r"|moi|nous|te|nos|lo"
+    r"|num[ée]ro|n[úu]mero"
 )
 BARE_CONTEXT = (
-    r"(?i)\b(?:" + _WORDS + r")\b(?:[\s:#.=/()\-]|\b(?:number|num|no|nr|me|us|at|on|is|via)\b){0,16}\Z"
+    r"(?i)(?:\b(?:" + _WORDS + r")\b|" + _CJK_WORDS + r")"
+    r"(?:[\s:#.,;=/()\-：，、是为為或和至]|[0-9]|\b(?:" + _CONNECTORS + r")\b){0,40}+(?<![0-9][-./])\Z"
 )
-"""What the text before a bare digit run must end with: a phone word, then only punctuation and
-connecting words (``Phone number:``, ``call me at``, ``Tel.:``, ``mobile no.``, ``cell #``)."""
+"""What the text before a bare digit run must end with: a phone word, then only punctuation, connecting
+words and other phone numbers (``Phone number:``, ``call me at``, ``Tel.:``, ``mobile no.``, ``cell #``,
+``call 212 555 0147, 212.555.0148 or``, ``有事请拨打``, ``手机号码是``)."""
 
 
 def _digits(text: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from procflow.processors._regex_match import Region
+from procflow.processors._regex_filter.match import Region
 
 __all__ = [
     "REDACTED_MATCH",
@@ -33,7 +33,8 @@ REDACTED_MATCH = "[REDACTED_MATCH]"
 class RegexRedaction(TypedDict):
     """One redacted span, offsets relative to the text of the message part or stream chunk.
 
-    ``overlapping_rules`` is set only when several matches were merged into the span; ``value`` only
+    ``overlapping_rules`` is set only when matches of *different* rules were merged into the span
+    (nested ones included: an e-mail inside a URL), each name once; ``value`` only
     when the processor was built with ``include_redacted_values=True``.
     """
 
@@ -51,12 +52,15 @@ class RegexRedactionDetail(TypedDict):
 
     ``message_id`` is absent for stream chunks; ``part_index`` (the index in the message's parts, which
     include non-text parts) is absent for the flattened ``content.content`` text and for stream chunks.
+    ``arg_path`` (keys and list indexes) is set for a string inside a tool call's arguments, whose
+    part ``part_index`` is.
     """
 
     strategy: Literal["redact"]
     phase: RegexTextPhase
     message_id: NotRequired[str]
     part_index: NotRequired[int]
+    arg_path: NotRequired[list[str | int]]
     redactions: list[RegexRedaction]
 
 
@@ -69,7 +73,9 @@ def redaction_entry(region: Region, index: int, replacement: str, value: str | N
         "replacement": replacement,
     }
     if len(region.hits) > 1:
-        entry["overlapping_rules"] = region.rule_names
+        names = region.rule_names
+        if len(names) > 1:
+            entry["overlapping_rules"] = names
     if value is not None:
         entry["value"] = value
     return entry

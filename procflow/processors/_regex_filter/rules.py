@@ -10,7 +10,13 @@ from typing import Any
 import regex
 
 from procflow.errors import ConfigurationError
-from procflow.processors._regex_presets import DIGITS, PARTIAL, PresetPattern, SuffixChars
+from procflow.processors._regex_filter.presets import (
+    DIGITS,
+    PARTIAL,
+    PresetPattern,
+    SuffixChars,
+    first_trigger,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -83,6 +89,7 @@ class CompiledRule:
     tail: Any = None
     partial_tail: bool = False
     variants: tuple[CompiledRule, ...] = ()
+    gate: Any = None
     quick: bool = False
     """A built-in pattern whose matches in progress are found by its tail (or the last word): a
     stream may skip it after one plain search that finds nothing."""
@@ -220,7 +227,7 @@ def compile_preset(preset: PresetPattern, order: int) -> CompiledRule:
         group=preset.group,
         validate=preset.validate,
         trim=preset.trim,
-        context=regex.compile(preset.context) if preset.context else None,
+        context=regex.compile("(?r)" + preset.context) if preset.context else None,
         horizon=PRESET_HORIZON,
         needles=preset.needles,
         needle_re=_shared(preset.needle_re) if preset.needle_re else None,
@@ -228,6 +235,7 @@ def compile_preset(preset: PresetPattern, order: int) -> CompiledRule:
         tail=suffix,
         partial_tail=preset.tail == PARTIAL,
         variants=tuple(_variant(v, order) for v in preset.variants),
+        gate=regex.compile("(?r)" + preset.gate) if preset.gate else None,
         quick=preset.tail != PARTIAL,
     )
 
@@ -242,7 +250,7 @@ def _variant(preset: PresetPattern, order: int) -> CompiledRule:
         group=preset.group,
         validate=preset.validate,
         trim=preset.trim,
-        context=regex.compile(preset.context) if preset.context else None,
+        context=regex.compile("(?r)" + preset.context) if preset.context else None,
     )
 
 
@@ -258,7 +266,17 @@ class NeedleIndex:
     Rule sets are bit masks over the rules, and the answer for each mask is computed once.
     """
 
-    __slots__ = ("_always", "_by_mask", "_checks", "_fine", "_folded", "_gates", "_rules", "_tails")
+    __slots__ = (
+        "_always",
+        "_by_mask",
+        "_checks",
+        "_fine",
+        "_folded",
+        "_gates",
+        "_rules",
+        "_tails",
+        "prefilter",
+    )
 
     def __init__(self, rules: tuple[CompiledRule, ...]) -> None:
         self._rules = rules
@@ -293,6 +311,11 @@ class NeedleIndex:
                 tails[id(rule.tail)] = (tail, max(reach, rule.max_hold), bits | 1 << index)
         self._tails = list(tails.values())
         self._by_mask: dict[int, tuple[list[CompiledRule], list[tuple[Any, int]]]] = {}
+        self.prefilter: Callable[[str, int], int] | None = (
+            first_trigger if rules and not self._always else None
+        )
+        """Where the first possible needle of a text is (``-1``: none; see ``presets.first_trigger``);
+        ``None`` with custom rules: those may match anything."""
 
     def present(self, needle: str, text: str, pos: int = 0) -> bool:
         """Whether ``needle`` occurs in ``text[pos:]``."""

@@ -7,19 +7,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from procflow.messages.chunk import Chunk
-from procflow.processors._regex_match import Region
-from procflow.processors._regex_stream import Release, StreamScanner
+from procflow.processors._regex_filter.match import Region
+from procflow.processors._regex_filter.stream import Release, StreamScanner
 
 __all__ = ["ChunkQueue", "Emitted"]
 
 
 @dataclass(slots=True)
 class _Segment:
-    """Held text ``[start, end)`` of the stream text, from text-delta chunks with this payload."""
+    """Held text ``[start, end)`` of the stream text, from text-delta chunks with this payload.
+
+    ``chunk`` is the one chunk the segment holds whole, passed on as it is when released whole.
+    """
 
     start: int
     end: int
     payload: dict[str, Any]
+    chunk: Chunk | None = None
 
 
 Emitted = tuple[Chunk, list[tuple[Region, int, str]]]
@@ -35,17 +39,18 @@ class ChunkQueue:
         self.scanner = scanner
         self.items: deque[_Segment | tuple[int, Chunk]] = deque()
 
-    def add_text(self, chunk: Chunk, text: str, batch: int) -> Release | None:
+    def add_text(self, chunk: Chunk, text: str) -> Release | None:
         """Hold ``text`` (from ``chunk``) and feed it to the scanner; return what a scan released."""
         scanner = self.scanner
-        start = scanner.base + len(scanner.buf)
+        start = scanner.end
         end = start + len(text)
         last = self.items[-1] if self.items else None
         if type(last) is _Segment and last.end == start and last.payload.get("id") == chunk.payload.get("id"):
             last.end = end
+            last.chunk = None
         else:
-            self.items.append(_Segment(start, end, chunk.payload))
-        return scanner.feed(text, batch)
+            self.items.append(_Segment(start, end, chunk.payload, chunk))
+        return scanner.feed(text)
 
     def add_marker(self, chunk: Chunk) -> None:
         """Hold a text-start/text-end chunk at the current position of the text."""
@@ -71,6 +76,15 @@ class ChunkQueue:
             if item.start >= cut:
                 break
             stop = min(item.end, cut)
+            if (
+                item.chunk is not None
+                and stop == item.end
+                and skip_to <= item.start
+                and (index == len(regions) or origin + regions[index].start >= stop)
+            ):
+                out.append((item.chunk, []))
+                items.popleft()
+                continue
             pieces: list[str] = []
             replaced: list[tuple[Region, int, str]] = []
             pos = max(item.start, skip_to)
@@ -90,6 +104,7 @@ class ChunkQueue:
                 out.append((Chunk("text-delta", {**item.payload, "text": piece}), replaced))
             if item.end > cut:
                 item.start = cut
+                item.chunk = None
                 break
             items.popleft()
         return out

@@ -1,15 +1,18 @@
 """Incremental matching over a stream of text: release what is final, hold back what may still match.
 
-The scanner keeps the text not yet released, plus some context before it for look-behinds. Once enough
-text is pending it runs the rules whose needles occur in it, each from where its whole-text search would
-go on, and releases everything up to the first position where a match may still be in progress — never
-through a region of merged matches. Where a match may be in progress comes from partial matching
+The scanner keeps the text not yet released, plus some context before it for look-behinds. With every
+piece it runs the rules whose needles occur in the pending text, each from where its whole-text search
+would go on, and releases everything up to the first position where a match may still be in progress —
+never through a region of merged matches. Where a match may be in progress comes from partial matching
 (custom rules), the built-in patterns' tails, and the last word (a built-in match in progress with none
-of its needles yet lies within it).
+of its needles yet lies within it). Pending text the presets' prefilter finds no needle in is released
+up to its last word without running any rule.
 
-A rule holds text back for at most its window (``stream_carryover_size``, or a built-in pattern's
-longest match). Past that the oldest text is released anyway and the rule goes on searching from where
-its match began, so the rest of an over-long match is still redacted when it completes.
+A match in progress is held back whole, however long, up to the hold limit; past it the stream fails
+closed (:class:`~procflow.errors.StreamHoldLimitError`) rather than release the start of a secret. While
+a long match is in progress the rules run again only each time the held text has grown by half, so the
+cost of a match stays linear in its length. A custom rule's *complete* match that more text could still
+extend is held for at most the window (``stream_carryover_size``), then accepted as it is.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from procflow.processors._regex_match import (
+import regex
+
+from procflow.errors import StreamHoldLimitError
+from procflow.processors._regex_filter.match import (
     Hit,
     OpenScan,
     Region,
@@ -26,12 +32,23 @@ from procflow.processors._regex_match import (
     scan_final,
     scan_open,
 )
-from procflow.processors._regex_rules import CompiledRule, NeedleIndex
+from procflow.processors._regex_filter.presets import CJK, CJK_PUNCT
+from procflow.processors._regex_filter.rules import CompiledRule, NeedleIndex
 
-__all__ = ["RegexStreamRedactor", "Release", "StreamScanner"]
+__all__ = ["DEFAULT_HOLD_LIMIT", "RegexStreamRedactor", "Release", "StreamScanner"]
 
 _TOKEN_REACH = 65
 """The longest start of a built-in match that holds none of its needles (an email's local part)."""
+
+_SCAN_AFTER = 48
+"""Text from the word of the first possible needle is scanned once this many characters are pending
+(the text before that word is released at once): dense text is not scanned with every small chunk."""
+
+_RECHECK = 256
+"""Held text up to this length is searched again with every piece; longer, once it grew by half."""
+
+DEFAULT_HOLD_LIMIT = 65_536
+"""Characters a stream may hold back for one possible match before it fails closed."""
 
 
 @dataclass(slots=True)
@@ -56,20 +73,31 @@ class StreamScanner:
         "_context",
         "_max_anchor",
         "_needles",
+        "_prefilter",
         "_rules",
         "_tail",
         "_window",
         "base",
         "buf",
+        "due",
         "emit",
+        "extra",
+        "limit",
+        "parts",
         "resume",
     )
 
     def __init__(
-        self, rules: Sequence[CompiledRule], *, window: int, needles: NeedleIndex | None = None
+        self,
+        rules: Sequence[CompiledRule],
+        *,
+        window: int,
+        needles: NeedleIndex | None = None,
+        limit: int = DEFAULT_HOLD_LIMIT,
     ) -> None:
         self._rules = tuple(rules)
         self._needles = needles if needles is not None else NeedleIndex(self._rules)
+        self._prefilter = self._needles.prefilter
         self._tail = any(rule.needles for rule in self._rules)
         self._window = window
         self._context = max(window, 64)
@@ -77,24 +105,74 @@ class StreamScanner:
         self.buf = ""
         self.base = 0
         self.emit = 0
+        self.due = 0
+        self.parts: list[str] = []
+        self.extra = 0
+        self.limit = limit
         self.resume: dict[int, int] = {}
 
     @property
     def pending(self) -> int:
         """Characters pushed but not released yet."""
-        return self.base + len(self.buf) - self.emit
+        return self.base + len(self.buf) + self.extra - self.emit
 
     @property
     def end(self) -> int:
         """Characters pushed so far."""
-        return self.base + len(self.buf)
+        return self.base + len(self.buf) + self.extra
 
-    def feed(self, text: str, batch: int) -> Release | None:
-        """Append ``text``; once ``batch`` characters are pending, scan and return what is released."""
-        self.buf += text
-        if self.base + len(self.buf) - self.emit < batch:
+    def _join(self) -> None:
+        """Append the pieces pushed while a long match was waiting (joined once, not per piece)."""
+        if self.parts:
+            self.buf += "".join(self.parts)
+            self.parts = []
+            self.extra = 0
+
+    def feed(self, text: str) -> Release | None:
+        """Append ``text``; return what it settles (``None`` when nothing is released).
+
+        Text the prefilter proves free of any needle is released up to its last word without running
+        a rule. A long match in progress is searched again only once the held text has grown by half
+        since the last search, so that its cost stays linear in its length.
+
+        Raises:
+            StreamHoldLimitError: A possible match held back would grow past ``limit`` characters.
+        """
+        if self.due:
+            self.parts.append(text)
+            self.extra += len(text)
+            end = self.end
+            if end < self.due and end - self.emit <= self.limit:
+                return None
+            return self._scan_capped(end)
+        buf = self.buf = self.buf + text
+        base = self.base
+        end = base + len(buf)
+        emit = self.emit - base
+        prefilter = self._prefilter
+        if prefilter is None or self.resume:
+            return self._scan_capped(end)
+        first = prefilter(buf, emit)
+        if first < 0:
+            cut = _last_word(buf, max(emit, len(buf) - _TOKEN_REACH))
+        elif len(buf) - first >= _SCAN_AFTER:
+            return self._scan_capped(end)
+        else:
+            cut = _last_word(buf, emit, first)
+        if cut <= emit:
             return None
-        return self.scan(final=False)
+        self.emit = base + cut
+        if emit > 4 * self._context:
+            self._trim()
+        return Release(base + emit, buf[emit:cut], [])
+
+    def _scan_capped(self, end: int) -> Release:
+        release = self.scan(final=False)
+        held = end - self.emit
+        if held > self.limit:
+            raise StreamHoldLimitError(self.limit)
+        self.due = end + held // 2 if held > _RECHECK else 0
+        return release
 
     def _trim(self) -> None:
         """Drop context no rule can look at any more."""
@@ -108,6 +186,7 @@ class StreamScanner:
 
     def scan(self, *, final: bool) -> Release:
         """Release what is settled (everything when ``final``: the text has ended)."""
+        self._join()
         self._trim()
         buf, base = self.buf, self.base
         n = len(buf)
@@ -193,30 +272,32 @@ class StreamScanner:
     def _hold(
         self, rule: CompiledRule, buf: str, found: OpenScan, hits: list[Hit], anchors: dict[int, int]
     ) -> int:
-        """Where ``rule`` holds the text back: from its open match, at most its window."""
+        """Where ``rule`` holds the text back: from its match in progress, however long (the hold
+        limit fails closed); a custom rule's complete match that may still grow, at most its window."""
         at = found.hold
         assert at is not None
         anchors[rule.order] = self.base + at
-        limit = max(self._window, rule.max_hold)
-        if len(buf) - at <= limit:
+        if found.pending is None or not rule.custom or len(buf) - at <= self._window:
             return at
-        if found.pending is None:
-            return len(buf) - limit
         hit = accept_pending(rule, buf, found.pending)
         if hit is not None:
             hits.append(hit)
         return int(found.pending.end())
 
 
-def _last_word(buf: str, low: int) -> int:
-    """Where the last word of ``buf[low:]`` starts (``len(buf)`` when it ends with a blank).
+_BREAK = regex.compile(r"(?r)[\s" + CJK + CJK_PUNCT + "]")
 
-    Splitting at spaces, tabs and newlines only may start the word earlier than at any blank: safe.
+
+def _last_word(buf: str, low: int, high: int | None = None) -> int:
+    """Where the last word of ``buf[low:high]`` starts (``high`` when it ends with a blank).
+
+    A word ends at whitespace and at CJK letters and punctuation: no built-in match contains them.
     """
-    n = len(buf)
-    if n == low or buf[-1].isspace():
+    n = len(buf) if high is None else high
+    if n == low:
         return n
-    return max(buf.rfind(" ", low), buf.rfind("\n", low), buf.rfind("\t", low), low - 1) + 1
+    found = _BREAK.search(buf, low, n)
+    return low if found is None else found.end()
 
 
 def _order(rule: CompiledRule) -> int:
@@ -241,26 +322,30 @@ def _cut_before(regions: list[Region], cut: int) -> int:
 class RegexStreamRedactor:
     """Redacts text that arrives in pieces, exactly as if it had been redacted whole.
 
-    ``feed()`` returns the redacted text that is safe to release so far (possibly ``""``); ``close()``
-    returns the rest once the text has ended. Text is released once ``window`` characters are pending,
-    up to where a match may still be in progress.
+    ``feed()`` returns the redacted text that is safe to release so far (possibly ``""``): everything
+    up to where a match may still be in progress. ``close()`` returns the rest once the text has ended.
+
+    Raises:
+        StreamHoldLimitError: From ``feed()``, when a possible match would have to hold back more than
+            the hold limit (``stream_hold_limit``): nothing of it is released.
     """
 
-    __slots__ = ("_batch", "_scanner")
+    __slots__ = ("_scanner",)
 
     def __init__(
-        self, rules: Sequence[CompiledRule], *, window: int, needles: NeedleIndex | None = None
+        self,
+        rules: Sequence[CompiledRule],
+        *,
+        window: int,
+        needles: NeedleIndex | None = None,
+        limit: int = DEFAULT_HOLD_LIMIT,
     ) -> None:
-        self._scanner = StreamScanner(rules, window=window, needles=needles)
-        self._batch = window
+        self._scanner = StreamScanner(rules, window=window, needles=needles, limit=limit)
 
     def feed(self, text: str) -> str:
         """Add ``text``; return the redacted text released by it."""
-        scanner = self._scanner
-        scanner.buf += text
-        if scanner.base + len(scanner.buf) - scanner.emit < self._batch:
-            return ""
-        return _redacted(scanner.scan(final=False))
+        release = self._scanner.feed(text)
+        return "" if release is None else _redacted(release)
 
     def close(self) -> str:
         """End the text; return everything still held, redacted."""
