@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -229,4 +231,57 @@ async def run(size: str = "full") -> list[Row]:
         *(await bench_agent_input_chain(size)),
         *(await bench_input_chain(size)),
         *(await bench_stream_chain(size)),
+        *(await bench_stream_memory(size)),
+    ]
+
+
+class PassThrough:
+    """A trivial stream processor (so the stream phase runs and keeps ``stream_parts``)."""
+
+    id = "pass-through"
+
+    def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
+        return args.part
+
+
+STREAM_CHUNKS = {"full": 100_000, "tiny": 2_000}
+STREAM_HISTORY = 256
+
+
+async def _retained_bytes(chunks: int, history: int | None) -> float:
+    """Bytes still allocated per chunk once a stream of ``chunks`` 20-character chunks has finished,
+    while its output (and so its result) is kept."""
+    model = ScriptedModel([("x" * 19 + " ") * chunks], chunk_size=20)
+    agent = Agent(id="memory", model=model, output_processors=[PassThrough()])
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        output = agent.stream("hello", stream_history=history)
+        await output.consume()
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(output.text) == 20 * chunks
+    return (after - before) / chunks
+
+
+async def bench_stream_memory(size: str) -> list[Row]:
+    """Retained bytes per chunk of a finished stream: every chunk kept (default) vs ``stream_history``."""
+    chunks = STREAM_CHUNKS[size]
+    full = await _retained_bytes(chunks, None)
+    bounded = await _retained_bytes(chunks, STREAM_HISTORY)
+    return [
+        Row("core", f"finished stream, {chunks:,} chunks, every chunk kept: retained bytes/chunk", full, "B"),
+        Row(
+            "core",
+            f"finished stream, {chunks:,} chunks, stream_history={STREAM_HISTORY}: retained bytes/chunk",
+            bounded,
+            "B",
+            baseline=full,
+            baseline_name="every chunk kept (B)",
+            ratio=bounded / full if full else None,
+            note="what remains is the text itself (20 characters per chunk)",
+        ),
     ]
