@@ -16,7 +16,7 @@ from procflow.processors import ProcessInputArgs, ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel
 
 SIZES = {"full": (2000, 7, 10_000), "tiny": (20, 2, 50)}
-AGENT_SIZES = {"full": (100, 41), "tiny": (3, 2)}
+AGENT_SIZES = {"full": (20, 201), "tiny": (3, 2)}
 """``agent.generate`` calls per batch, and interleaved batches."""
 
 
