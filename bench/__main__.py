@@ -34,6 +34,7 @@ MODULES = [
     "gateway",
     "startup",
     "cache",
+    "main_job",
 ]
 # Rows that run another framework (LangGraph; Mastra on Node.js, installed with `npm ci`): only in
 # `make bench`, never in the test suite's smoke run, which must not need the network or another runtime.

@@ -119,6 +119,13 @@ async def build_pipelines(
     static_in = isinstance(input_processors, Sequence) and memory is None and prepare_step is None
     static_out = isinstance(output_processors, Sequence) and memory is None
     static_all = static_in and static_out and isinstance(error_processors, Sequence)
+    # Lists given as tuples (what Agent keeps) cannot change: their pipelines are assembled once.
+    sources = (input_processors, output_processors, error_processors)
+    frozen = static_all and all(isinstance(s, tuple) for s in sources)
+    if frozen:
+        known: RequestPipelines | None = cache.recall(sources)
+        if known is not None:
+            return known
     fresh = ProcessorPipeline.build
     build_in, build_out = (cache.build if static_in else fresh), (cache.build if static_out else fresh)
     build_all = cache.build if static_all else fresh
@@ -132,12 +139,15 @@ async def build_pipelines(
         inputs.append(PrepareStepProcessor(prepare_step))
     if not any(isinstance(p, PrefillErrorHandler) for p in errors):
         errors.append(_PREFILL_HANDLER)
-    return RequestPipelines(
+    pipelines = RequestPipelines(
         input=build_in(inputs),
         output=build_out(outputs),
         llm=build_in(_combine([inputs], _LLM_HOOKS)),
         errors=build_all(_combine([inputs, outputs, errors], _ERROR_HOOKS)),
     )
+    if frozen:
+        cache.remember(sources, pipelines)
+    return pipelines
 
 
 def _not_replaced(automatic: Sequence[Any], yours: Sequence[Any]) -> list[Any]:

@@ -42,6 +42,7 @@ class StepCollector:
     """
 
     __slots__ = (
+        "_keep",
         "_kind",
         "_run",
         "_signature",
@@ -55,7 +56,9 @@ class StepCollector:
         "usage",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep: int | None = None) -> None:
+        """``keep``: hold only the last ``keep`` chunks in :attr:`chunks` (``None``: all of them)."""
+        self._keep = keep
         self.chunks: list[Chunk] = []
         self.parts: list[Part] = []
         self.texts: list[str] = []
@@ -70,7 +73,10 @@ class StepCollector:
 
     def add(self, chunk: Chunk) -> None:
         """Record one chunk that reached the consumer."""
-        self.chunks.append(chunk)
+        chunks = self.chunks
+        chunks.append(chunk)
+        if self._keep is not None and len(chunks) > 2 * self._keep:
+            del chunks[: len(chunks) - self._keep]
         kind = chunk.type
         if kind == "text-delta" or kind == "reasoning-delta":
             if kind != self._kind:
@@ -140,7 +146,7 @@ class StepCollector:
             tool_calls=list(self.tool_calls),
             finish_reason=self.finish_reason,
             usage=self.usage,
-            chunks=self.chunks,
+            chunks=self.chunks if self._keep is None else self.chunks[-self._keep :],
             messages=[message],
             from_cache=self.from_cache,
         )

@@ -58,6 +58,10 @@ class CallOptions(TypedDict, total=False):
             tripwire, or aborted by cancellation (it then runs shielded, so keep it short).
         memory: ``{"thread": ..., "resource": ...}``: the conversation this call belongs to; stored in
             the request context under ``THREAD_ID_KEY`` and ``RESOURCE_ID_KEY`` (resource optional).
+        stream_history: Bound what a long stream keeps: stream processors see at least the last N
+            chunks (at most 2N) in ``args.stream_parts``, and each step's ``StepResult.chunks`` keeps
+            its last N chunks (text, tool calls and messages are complete either way). ``None``
+            (default) keeps every chunk. Processors that need the whole history keep their own state.
     """
 
     max_steps: int
@@ -70,6 +74,7 @@ class CallOptions(TypedDict, total=False):
     tool_choice: str | None
     on_finish: OnFinish | None
     memory: MemoryOptions | None
+    stream_history: int | None
 
 
 CALL_OPTION_NAMES = frozenset(CallOptions.__optional_keys__)
@@ -96,3 +101,4 @@ class RunConfig:
     tool_choice: str | None
     on_finish: OnFinish | None
     pipelines: PipelineCache
+    stream_history: int | None = None

@@ -91,7 +91,7 @@ class AgentRun:
         self._open_id: str | None = None
         self._feedback_id: str | None = None
         self._models: dict[str, LanguageModel] = {}
-        self._collector = StepCollector()
+        self._collector = StepCollector(keep=config.stream_history)
         self._prompt: Prompt = []
         self._answer: list[Chunk] | None = None
         self._replayed: list[Chunk] = []
@@ -143,7 +143,12 @@ class AgentRun:
         self.outputs = PhaseRunner(pipelines.output, ctx)
         self.llm = PhaseRunner(pipelines.llm, ctx)
         self.errors = PhaseRunner(pipelines.errors, ctx)
-        self.stream = StreamRunner(pipelines.output, ctx, writer_for=lambda i: ChunkWriter(pending, i + 1))
+        self.stream = StreamRunner(
+            pipelines.output,
+            ctx,
+            writer_for=lambda i: ChunkWriter(pending, i + 1),
+            history=config.stream_history,
+        )
 
     # -- one step ------------------------------------------------------------------------------------
 
@@ -224,7 +229,7 @@ class AgentRun:
 
     async def _start_call(self, settings: StepSettings) -> list[Chunk]:
         """Build the prompt, run ``process_llm_request`` and announce the model call."""
-        self._collector = StepCollector()
+        self._collector = StepCollector(keep=self.config.stream_history)
         self._replayed = []
         outcome = await self.llm.run_llm_request(self.ml.to_prompt(), settings)
         self._prompt = outcome.prompt

@@ -104,7 +104,8 @@ class Agent:
             messages: The new input (history comes from memory).
             **options: The call's options (:class:`CallOptions`): ``max_steps``, ``request_context``,
                 ``input_processors``, ``output_processors``, ``error_processors``,
-                ``max_processor_retries``, ``prepare_step``, ``tool_choice``, ``on_finish``.
+                ``max_processor_retries``, ``prepare_step``, ``tool_choice``, ``on_finish``, ``memory``,
+                ``stream_history``.
 
         Raises:
             ConfigurationError: an option is unknown or invalid; the message says how to fix it.
@@ -156,6 +157,7 @@ class Agent:
             max_processor_retries=self.max_processor_retries if retries is None else _check_retries(retries),
             tool_choice=options.get("tool_choice"),
             on_finish=options.get("on_finish"),
+            stream_history=_check_history(options.get("stream_history")),
             pipelines=self._pipelines,
         )
 
@@ -178,6 +180,14 @@ def _check_model(model: Any) -> LanguageModel | str:
     raise ConfigurationError(
         f"model must be a 'provider/model' id or a LanguageModel (provider, model_id, generate(), "
         f"stream()); got {type(model).__name__}"
+    )
+
+
+def _check_history(value: Any) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise ConfigurationError(
+        f"stream_history must be a positive number of chunks or None (keep every chunk), got {value!r}"
     )
 
 

@@ -111,12 +111,11 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
     calls: dict[str, ToolInvocationPart] = {}
     for index, turn in enumerate(turns):
         try:
-            message, fmt = _parse_turn(turn, calls)
+            # Ids follow the turn's index, so reports that name a message (tripwire metadata, redaction
+            # reports) point at messages[i] of the input, the same on every run.
+            message, fmt = _parse_turn(turn, calls, f"turn-{index}")
         except ConversationFormatError as exc:
             raise ConversationFormatError(_at(f"messages[{index}]", exc.problem), line=line) from None
-        # Ids follow the turn's index, so reports that name a message (tripwire metadata, redaction
-        # reports) point at messages[i] of the input, the same on every run.
-        message.id = f"turn-{index}"
         conversation.messages.append(message)
         conversation.formats[message.id] = fmt
     return conversation
@@ -135,7 +134,9 @@ def _label(value: str) -> str:
     return repr(value) if _NAME.fullmatch(value) else describe(value)
 
 
-def _parse_turn(turn: Any, calls: dict[str, ToolInvocationPart]) -> tuple[Message, _TurnFormat]:
+def _parse_turn(
+    turn: Any, calls: dict[str, ToolInvocationPart], message_id: str
+) -> tuple[Message, _TurnFormat]:
     if not isinstance(turn, Mapping):
         raise ConversationFormatError(f"expected a turn object, got {describe(turn)}")
     role = turn.get("role")
@@ -152,7 +153,7 @@ def _parse_turn(turn: Any, calls: dict[str, ToolInvocationPart]) -> tuple[Messag
         order=tuple(turn),
     )
     if role == "tool":
-        message = _parse_tool_turn(turn, parts, calls)
+        message = _parse_tool_turn(turn, parts, calls, message_id)
         fmt.tool_text = message.content.content
         return message, fmt
     tool_calls = turn.get("tool_calls")
@@ -171,7 +172,12 @@ def _parse_turn(turn: Any, calls: dict[str, ToolInvocationPart]) -> tuple[Messag
             fmt.arguments[part.tool_call_id] = (raw, dict(part.args))
             calls[part.tool_call_id] = part
             parts.append(part)
-    return Message(role=_ROLES[role], content=MessageContent(parts=parts)), fmt
+    return _message(message_id, _ROLES[role], parts, None), fmt
+
+
+def _message(message_id: str, role: Role, parts: list[Part], text: str | None) -> Message:
+    # The id is given, not generated and then replaced: a random id per turn cost a tenth of the parse.
+    return Message(id=message_id, role=role, content=MessageContent(parts=parts, content=text))
 
 
 def _parse_content(content: Any, present: bool) -> tuple[list[Part], str]:
@@ -234,7 +240,7 @@ def _parse_tool_call(call: Any) -> tuple[ToolInvocationPart, Any]:
 
 
 def _parse_tool_turn(
-    turn: Mapping[str, Any], parts: list[Part], calls: dict[str, ToolInvocationPart]
+    turn: Mapping[str, Any], parts: list[Part], calls: dict[str, ToolInvocationPart], message_id: str
 ) -> Message:
     call_id = turn.get("tool_call_id")
     if not isinstance(call_id, str):
@@ -251,7 +257,7 @@ def _parse_tool_turn(
     result = ToolInvocationPart(tool_call_id=call_id, tool_name=name, args=args, state="result", result=text)
     # The result is also the message's flattened text, so text processors (redaction, normalisation)
     # check what a tool returned like any other text the conversation carries.
-    return Message(role="tool", content=MessageContent(parts=[result], content=text))
+    return _message(message_id, "tool", [result], text)
 
 
 def conversation_to_record(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from procflow._logging import log
 from procflow.messages.message import Message, SignalInfo
@@ -37,6 +38,20 @@ class RunContext:
     _senders: dict[str, SignalSender] = field(default_factory=dict, repr=False)
     _owners: dict[str, int] = field(default_factory=dict, repr=False)
 
+    def hook_env(self, processor_id: str, processor: object) -> tuple[dict[str, Any], SignalSender]:
+        """``(state_for(processor_id, processor), signal_sender(processor_id))`` in one cheap call."""
+        owner = id(processor)
+        key = processor_id
+        if self._owners.setdefault(processor_id, owner) != owner:
+            key = f"{processor_id}@{owner:x}"
+        state = self.states.get(key)
+        if state is None:
+            state = self.states[key] = {}
+        sender = self._senders.get(processor_id)
+        if sender is None:
+            sender = self._senders[processor_id] = _sender(self.message_list, processor_id)
+        return state, sender
+
     def state_for(self, processor_id: str, owner: object = None) -> dict[str, Any]:
         """This processor's state dict for the request (created on first use).
 
@@ -58,29 +73,29 @@ class RunContext:
         """The ``send_signal`` function for ``processor_id``'s hooks (one per processor per request)."""
         sender = self._senders.get(processor_id)
         if sender is None:
-            sender = self._senders[processor_id] = self._make_sender(processor_id)
+            sender = self._senders[processor_id] = _sender(self.message_list, processor_id)
         return sender
 
-    def _make_sender(self, processor_id: str) -> SignalSender:
-        message_list = self.message_list
 
-        async def send_signal(
-            contents: str,
-            *,
-            type: str = "reactive",
-            attributes: dict[str, Any] | None = None,
-            tag_name: str = "system-reminder",
-            transient: bool = False,
-        ) -> Message:
-            validate_xml_name(tag_name, what="tag name")
-            attrs = {
-                validate_xml_name(str(k), what="attribute name"): str(v)
-                for k, v in (attributes or {}).items()
-            }
-            info = SignalInfo(type=type, tag_name=tag_name, attributes=attrs, transient=transient)
-            return message_list.add_signal(contents, signal=info, key=f"{processor_id}:{tag_name}:{type}")
+async def _send_signal(
+    message_list: MessageList,
+    processor_id: str,
+    contents: str,
+    *,
+    type: str = "reactive",
+    attributes: dict[str, Any] | None = None,
+    tag_name: str = "system-reminder",
+    transient: bool = False,
+) -> Message:
+    validate_xml_name(tag_name, what="tag name")
+    attrs = {validate_xml_name(str(k), what="attribute name"): str(v) for k, v in (attributes or {}).items()}
+    info = SignalInfo(type=type, tag_name=tag_name, attributes=attrs, transient=transient)
+    return message_list.add_signal(contents, signal=info, key=f"{processor_id}:{tag_name}:{type}")
 
-        return send_signal
+
+def _sender(message_list: MessageList, processor_id: str) -> SignalSender:
+    """One processor's ``send_signal``: a partial, cheaper to make per request than a closure."""
+    return cast("SignalSender", functools.partial(_send_signal, message_list, processor_id))
 
 
 async def report_tripwire(processor: Any, processor_id: str, tripwire: TripWire) -> None:

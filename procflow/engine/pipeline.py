@@ -101,11 +101,12 @@ class PipelineCache:
     whose hook methods are replaced afterwards keeps its first binding for this owner.
     """
 
-    __slots__ = ("_entries", "size")
+    __slots__ = ("_entries", "_remembered", "size")
 
     def __init__(self, *, size: int = 32) -> None:
         self.size = size
         self._entries: OrderedDict[tuple[int, ...], ProcessorPipeline] = OrderedDict()
+        self._remembered: OrderedDict[tuple[int, ...], tuple[tuple[object, ...], Any]] = OrderedDict()
 
     def build(self, processors: Sequence[Processor | Any]) -> ProcessorPipeline:
         """The pipeline of ``processors``: the one built before for the same objects, else a new one."""
@@ -119,6 +120,20 @@ class PipelineCache:
         if len(self._entries) > self.size:
             self._entries.popitem(last=False)
         return pipeline
+
+    def recall(self, sources: tuple[object, ...]) -> Any:
+        """What :meth:`remember` stored for these very objects (by identity), or ``None``."""
+        entry = self._remembered.get(tuple(map(id, sources)))
+        return None if entry is None else entry[1]
+
+    def remember(self, sources: tuple[object, ...], value: Any) -> None:
+        """Keep ``value`` (say, every pipeline of a request) for ``sources``, immutable objects such as
+        tuples of processors; the entry holds them, so their ids cannot be reused while it exists."""
+        key = tuple(map(id, sources))
+        self._remembered[key] = (sources, value)
+        self._remembered.move_to_end(key)
+        if len(self._remembered) > self.size:
+            self._remembered.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._entries)

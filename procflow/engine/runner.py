@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from procflow._logging import is_tracing, log
 from procflow.engine.context import RunContext, report_tripwire
@@ -26,6 +26,7 @@ from procflow.processors.args import (
     ProcessLLMRequestArgs,
     ProcessLLMRequestResult,
     ProcessLLMResponseArgs,
+    ProcessorArgs,
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
 )
@@ -118,6 +119,27 @@ class LLMRequestOutcome:
     answered_by: str | None = None
 
 
+_A = TypeVar("_A", bound=ProcessorArgs)
+_new = object.__new__
+
+
+def _args(cls: type[_A], hook: BoundHook, ctx: RunContext) -> _A:
+    """A new ``cls`` with the fields every hook shares set; the caller sets the phase's own fields.
+
+    Made without the dataclass ``__init__``: matching a dozen keywords costs more than the rest of a
+    trivial hook's call. The phases set every remaining field (``tests/test_runner_args.py`` checks).
+    """
+    args: _A = _new(cls)
+    args.state, args.send_signal = ctx.hook_env(hook.processor_id, hook.processor)
+    args.abort = hook.abort
+    args.retry_count = ctx.retry_count
+    args.request_context = ctx.request_context
+    args.message_list = ctx.message_list
+    args.writer = ctx.writer
+    args.processor_id = hook.processor_id
+    return args
+
+
 class PhaseRunner:
     """Runs the message phases of one :class:`ProcessorPipeline` for one request."""
 
@@ -127,66 +149,53 @@ class PhaseRunner:
         self.pipeline = pipeline
         self.ctx = ctx
 
-    def _common(self, hook: BoundHook) -> dict[str, Any]:
-        ctx = self.ctx
-        return {
-            "abort": hook.abort,
-            "state": ctx.state_for(hook.processor_id, hook.processor),
-            "retry_count": ctx.retry_count,
-            "request_context": ctx.request_context,
-            "message_list": ctx.message_list,
-            "writer": ctx.writer,
-            "send_signal": ctx.signal_sender(hook.processor_id),
-            "processor_id": hook.processor_id,
-        }
-
     async def run_input(self) -> None:
         """``process_input``: each processor sees the new input messages; results rewrite them."""
-        ml = self.ctx.message_list
+        ctx = self.ctx
+        ml = ctx.message_list
         for hook in self.pipeline.phase("process_input"):
             scope = ml.input
-            args = ProcessInputArgs(
-                messages=scope, system_messages=ml.untagged_system_messages, **self._common(hook)
-            )
-            result = await call_hook(hook, args, self.ctx)
-            apply_messages_result(
-                ml, result, scope=scope, processor_id=hook.processor_id, hook="process_input"
-            )
+            args = _args(ProcessInputArgs, hook, ctx)
+            args.messages = scope
+            args.system_messages = ml.untagged_system_messages
+            result = await call_hook(hook, args, ctx)
+            if result is not None:
+                apply_messages_result(
+                    ml, result, scope=scope, processor_id=hook.processor_id, hook="process_input"
+                )
 
     async def run_input_step(self, settings: StepSettings) -> StepSettings:
         """``process_input_step``: overrides accumulate so later processors see earlier ones."""
-        ml = self.ctx.message_list
+        ctx = self.ctx
+        ml = ctx.message_list
         for hook in self.pipeline.phase("process_input_step"):
             scope = ml.all
-            args = ProcessInputStepArgs(
-                messages=scope,
-                system_messages=ml.untagged_system_messages,
-                step_number=settings.step_number,
-                steps=settings.steps,
-                model=settings.model,
-                tools=dict(settings.tools),
-                tool_choice=settings.tool_choice,
-                provider_options=dict(settings.provider_options),
-                **self._common(hook),
-            )
-            result = await call_hook(hook, args, self.ctx)
-            _apply_step_result(settings, result, scope, self.ctx, hook)
+            args = _args(ProcessInputStepArgs, hook, ctx)
+            args.messages = scope
+            args.system_messages = ml.untagged_system_messages
+            args.step_number = settings.step_number
+            args.steps = settings.steps
+            args.model = settings.model
+            args.tools = dict(settings.tools)
+            args.tool_choice = settings.tool_choice
+            args.provider_options = dict(settings.provider_options)
+            result = await call_hook(hook, args, ctx)
+            _apply_step_result(settings, result, scope, ctx, hook)
         return settings
 
     async def run_llm_request(self, prompt: Prompt, settings: StepSettings) -> LLMRequestOutcome:
         """``process_llm_request``: rewrite this call's prompt, or answer instead of the model."""
+        ctx = self.ctx
         outcome = LLMRequestOutcome(prompt=prompt)
         model = settings.model if not isinstance(settings.model, str) else None
         for hook in self.pipeline.phase("process_llm_request"):
-            args = ProcessLLMRequestArgs(
-                prompt=outcome.prompt,
-                model=model,
-                step_number=settings.step_number,
-                steps=settings.steps,
-                tools=settings.tools,
-                **self._common(hook),
-            )
-            result = await call_hook(hook, args, self.ctx)
+            args = _args(ProcessLLMRequestArgs, hook, ctx)
+            args.prompt = outcome.prompt
+            args.model = model
+            args.step_number = settings.step_number
+            args.steps = settings.steps
+            args.tools = settings.tools
+            result = await call_hook(hook, args, ctx)
             if result is None:
                 continue
             if isinstance(result, Mapping):
@@ -213,18 +222,17 @@ class PhaseRunner:
         self, chunks: list[Chunk], settings: StepSettings, *, prompt: Prompt, from_cache: bool
     ) -> None:
         """``process_llm_response``: side effects once a step's chunks are collected."""
+        ctx = self.ctx
         model = settings.model if not isinstance(settings.model, str) else None
         for hook in self.pipeline.phase("process_llm_response"):
-            args = ProcessLLMResponseArgs(
-                chunks=chunks,
-                model=model,
-                step_number=settings.step_number,
-                steps=settings.steps,
-                from_cache=from_cache,
-                prompt=prompt,
-                **self._common(hook),
-            )
-            await call_hook(hook, args, self.ctx)
+            args = _args(ProcessLLMResponseArgs, hook, ctx)
+            args.chunks = chunks
+            args.model = model
+            args.step_number = settings.step_number
+            args.steps = settings.steps
+            args.from_cache = from_cache
+            args.prompt = prompt
+            await call_hook(hook, args, ctx)
 
     async def run_output_step(self, step: StepResult, steps: list[StepResult]) -> None:
         """``process_output_step``: validate each model step; may abort with ``retry=True``.
@@ -232,22 +240,21 @@ class PhaseRunner:
         A returned non-empty list is authoritative over all messages; an empty list — the seed's
         validators' ``return []`` — means "no change".
         """
-        ml = self.ctx.message_list
+        ctx = self.ctx
+        ml = ctx.message_list
         for hook in self.pipeline.phase("process_output_step"):
             scope = ml.all
-            args = ProcessOutputStepArgs(
-                messages=scope,
-                system_messages=ml.untagged_system_messages,
-                step_number=step.step_number,
-                steps=steps,
-                text=step.text,
-                finish_reason=step.finish_reason,
-                tool_calls=list(step.tool_calls),
-                tool_results=list(step.tool_results),
-                usage=step.usage,
-                **self._common(hook),
-            )
-            result = await call_hook(hook, args, self.ctx)
+            args = _args(ProcessOutputStepArgs, hook, ctx)
+            args.messages = scope
+            args.system_messages = ml.untagged_system_messages
+            args.step_number = step.step_number
+            args.steps = steps
+            args.text = step.text
+            args.finish_reason = step.finish_reason
+            args.tool_calls = list(step.tool_calls)
+            args.tool_results = list(step.tool_results)
+            args.usage = step.usage
+            result = await call_hook(hook, args, ctx)
             if isinstance(result, Sequence) and not isinstance(result, str) and len(result) == 0:
                 continue
             apply_messages_result(
@@ -256,27 +263,30 @@ class PhaseRunner:
 
     async def run_output_result(self, result: OutputResult) -> None:
         """``process_output_result``: rewrite the response messages once, on the final result."""
-        ml = self.ctx.message_list
+        ctx = self.ctx
+        ml = ctx.message_list
         for hook in self.pipeline.phase("process_output_result"):
             scope = ml.response
-            args = ProcessOutputResultArgs(messages=scope, result=result, **self._common(hook))
-            returned = await call_hook(hook, args, self.ctx)
-            apply_messages_result(
-                ml, returned, scope=scope, processor_id=hook.processor_id, hook="process_output_result"
-            )
+            args = _args(ProcessOutputResultArgs, hook, ctx)
+            args.messages = scope
+            args.result = result
+            returned = await call_hook(hook, args, ctx)
+            if returned is not None:
+                apply_messages_result(
+                    ml, returned, scope=scope, processor_id=hook.processor_id, hook="process_output_result"
+                )
 
     async def run_api_error(self, error: Exception, settings: StepSettings) -> str | None:
         """``process_api_error``: return the id of the first processor asking to retry, else ``None``."""
-        ml = self.ctx.message_list
+        ctx = self.ctx
+        ml = ctx.message_list
         for hook in self.pipeline.phase("process_api_error"):
-            args = ProcessAPIErrorArgs(
-                error=error,
-                messages=ml.all,
-                step_number=settings.step_number,
-                steps=settings.steps,
-                **self._common(hook),
-            )
-            result = await call_hook(hook, args, self.ctx)
+            args = _args(ProcessAPIErrorArgs, hook, ctx)
+            args.error = error
+            args.messages = ml.all
+            args.step_number = settings.step_number
+            args.steps = settings.steps
+            result = await call_hook(hook, args, ctx)
             if isinstance(result, Mapping):
                 result = ProcessAPIErrorResult(retry=bool(result.get("retry", False)))
             if isinstance(result, ProcessAPIErrorResult) and result.retry:

@@ -56,7 +56,7 @@ class OutputStreamSession(Protocol):
 class StreamRunner:
     """Runs the stream phase of one pipeline for one stream (one request)."""
 
-    __slots__ = ("_args", "_hooks", "ctx", "stream_parts")
+    __slots__ = ("_args", "_history", "_hooks", "ctx", "stream_parts")
 
     def __init__(
         self,
@@ -64,15 +64,19 @@ class StreamRunner:
         ctx: RunContext,
         *,
         writer_for: Callable[[int], StreamWriter | None] | None = None,
+        history: int | None = None,
     ) -> None:
         """Prepare the chain once per stream.
 
         Args:
             writer_for: Gives the i-th stream hook its own writer (default: ``ctx.writer`` for all).
+            history: Keep at least this many recent chunks (at most twice as many) in
+                ``stream_parts``; ``None`` keeps every chunk of the stream.
         """
         self.ctx = ctx
         self._hooks: tuple[BoundHook, ...] = pipeline.phase("process_output_stream")
         self.stream_parts: list[Chunk] = []
+        self._history = history
         self._args: list[ProcessOutputStreamArgs] = [
             ProcessOutputStreamArgs(
                 part=Chunk("start"),
@@ -111,7 +115,10 @@ class StreamRunner:
 
     async def push(self, chunk: Chunk, *, start: int = 0) -> list[Chunk]:
         """Run one chunk through the chain (from stream hook ``start`` on); return what comes out."""
-        self.stream_parts.append(chunk)
+        parts = self.stream_parts
+        parts.append(chunk)
+        if self._history is not None and len(parts) > 2 * self._history:
+            del parts[: len(parts) - self._history]  # in place: every hook's args share this list
         return await self._cascade([chunk], start)
 
     async def flush(self) -> list[Chunk]:
