@@ -25,7 +25,16 @@ from typing import IO, Any, Literal
 
 import anyio
 
-__all__ = ["Chunk", "LineResult", "WorkerConfig", "cpu_count", "iter_chunks", "process_chunk", "start_pool"]
+__all__ = [
+    "Chunk",
+    "LineResult",
+    "WorkerConfig",
+    "cpu_count",
+    "iter_chunks",
+    "process_chunk",
+    "process_one",
+    "start_pool",
+]
 
 CHUNK_LINES = 64
 """Lines per chunk: enough to make the cost of sending a chunk small beside processing it."""
@@ -150,7 +159,7 @@ async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> 
             results.append((number, "error", error.problem))
             continue
         try:
-            kind, payload = await _one(config, processor, conversation)
+            kind, payload = await process_one(config, processor, conversation)
             results.append((number, kind, payload))
         except KeyboardInterrupt:
             results.append((number, "interrupted", None))
@@ -158,7 +167,9 @@ async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> 
     return results
 
 
-async def _one(config: WorkerConfig, processor: Any, conversation: Any) -> tuple[Literal["ok", "error"], Any]:
+async def process_one(
+    config: WorkerConfig, processor: Any, conversation: Any
+) -> tuple[Literal["ok", "error"], Any]:
     from procflow.cli._run_job import record_of
     from procflow.cli.chat_format import ConversationFormatError
     from procflow.cli.console import describe_exception

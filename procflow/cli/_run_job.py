@@ -53,7 +53,12 @@ def run_job(args: argparse.Namespace, console: Console) -> int:
     if problem is not None:
         return fail(console, problem[1], code=problem[0])
     stats = RunStats(pipeline=args.pipeline or "default", input=args.input, output=args.output)
-    code = _run_files(args, console, processor, stats)
+    if getattr(args, "engine", "local") == "ray":
+        from procflow._scale import run_ray_command
+
+        code: int | None = run_ray_command(args, console, stats)
+    else:
+        code = _run_files(args, console, processor, stats)
     if code is None:
         return EXIT_USAGE
     stats.finish()
@@ -119,7 +124,12 @@ def _workers_for(args: argparse.Namespace, source: IO[bytes]) -> int:
 
 def _argument_problem(args: argparse.Namespace) -> tuple[int, str] | None:
     """A problem with the files named, found before any conversation is read: (exit code, message)."""
-    if args.input != "-" and not Path(args.input).is_file():
+    ray_parquet = getattr(args, "engine", "local") == "ray" and args.input.rstrip("/").endswith(".parquet")
+    if (
+        args.input != "-"
+        and not Path(args.input).is_file()
+        and not (ray_parquet and Path(args.input).is_dir())
+    ):
         what = "is a directory" if Path(args.input).is_dir() else "does not exist"
         return EXIT_USAGE, f"input file {args.input!r} {what}"
     if args.input != "-" and args.output != "-" and Path(args.output).resolve() == Path(args.input).resolve():

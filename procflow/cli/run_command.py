@@ -75,6 +75,18 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="with --workers: write conversations as workers finish them, not in input order",
     )
+    parser.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this machine (default); ray: Ray Data, --workers actors (default 2), JSONL or "
+        ".parquet in and out (needs procflow[ray])",
+    )
+    parser.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --engine ray: an existing Ray cluster (auto, ray://HOST:10001); default: a local one",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     parser.set_defaults(handler=run)
 
