@@ -33,6 +33,7 @@ MODULES = [
     "message_list",
     "gateway",
     "startup",
+    "scale",
 ]
 # Rows that run another framework (LangGraph; Mastra on Node.js, installed with `npm ci`): only in
 # `make bench`, never in the test suite's smoke run, which must not need the network or another runtime.
