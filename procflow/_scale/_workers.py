@@ -106,9 +106,14 @@ def iter_chunks(stream: IO[bytes], *, max_line_bytes: int) -> Iterator[Chunk]:
 def start_pool(workers: int) -> futures.ProcessPoolExecutor:
     """A pool of ``workers`` processes that ignore SIGINT (the parent handles Ctrl-C)."""
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    return futures.ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context(method), initializer=_ignore_sigint
-    )
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # The server imports the CLI's machinery once; every worker forked from it starts with it loaded.
+        context.set_forkserver_preload(list(_PRELOAD))
+    return futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_sigint)
+
+
+_PRELOAD = ("procflow._scale._workers", "procflow.cli._run_job", "procflow.cli.defaults")
 
 
 def stop_pool(pool: futures.ProcessPoolExecutor) -> None:
