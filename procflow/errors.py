@@ -19,6 +19,7 @@
     ├── ToolError                              a tool could not be called
     │   └── ToolArgumentsError (ValueError)    the model's arguments do not fit the tool's schema
     ├── PatternTimeoutError (TimeoutError)     a user regex ran past its timeout
+    ├── RayUnavailableError (ImportError)      (cli) --engine ray / run_ray without Ray Data installed
     ├── TokenizerDataError (RuntimeError)      the offline tokenizer data is missing or not the expected file
     ├── MemoryStorageError (RuntimeError)      memory storage failed; a turn is saved whole or not at all
     └── ModelError                             a model call failed
