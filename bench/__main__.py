@@ -35,6 +35,7 @@ MODULES = [
     "startup",
     "cache",
     "main_job",
+    "scale",
 ]
 # Rows that run another framework (LangGraph; Mastra on Node.js, installed with `npm ci`): only in
 # `make bench`, never in the test suite's smoke run, which must not need the network or another runtime.

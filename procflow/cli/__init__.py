@@ -1,7 +1,8 @@
 """Layer 5: the ``procflow`` command — run pipelines over stored conversations, draw, check, chat.
 
 Also importable: the chat-format conversion (:func:`parse_conversation`, :func:`conversation_to_record`),
-pipeline loading (:func:`load_pipeline`) and the bundled guard (:func:`default_pipeline`).
+pipeline loading (:func:`load_pipeline`), the bundled guard (:func:`default_pipeline`) and the Ray
+Data engine of ``procflow run --engine ray`` (:func:`run_ray`).
 
 The names load on first use, so the ``procflow`` command starts without importing the engine.
 """
@@ -12,6 +13,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
+    from procflow._scale import run_ray
     from procflow.cli.app import build_parser, main
     from procflow.cli.chat_format import (
         Conversation,
@@ -36,6 +38,7 @@ __all__ = [
     "load_pipeline",
     "main",
     "parse_conversation",
+    "run_ray",
 ]
 
 _HOMES = {
@@ -52,6 +55,7 @@ _HOMES = {
     "ConversationProcessor": "processing",
     "Outcome": "processing",
     "PhaseMode": "processing",
+    "run_ray": "procflow._scale",
 }
 
 
@@ -59,7 +63,8 @@ def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'procflow.cli' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f"procflow.cli.{home}"), name)
+    module = home if "." in home else f"procflow.cli.{home}"
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 

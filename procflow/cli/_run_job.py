@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from procflow.cli._run_io import input_size, open_input, open_output, report_problem, write_report
-from procflow.cli.chat_format import ConversationFormatError, conversation_to_record
+from procflow.cli.chat_format import Conversation, ConversationFormatError, conversation_to_record
 from procflow.cli.console import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
@@ -36,7 +36,7 @@ from procflow.cli.processing import RUN_HOOKS, ConversationProcessor, Outcome
 from procflow.cli.summary import RunStats
 from procflow.errors import ConfigurationError
 
-__all__ = ["run_job"]
+__all__ = ["record_of", "run_job"]
 
 
 def run_job(args: argparse.Namespace, console: Console) -> int:
@@ -53,7 +53,12 @@ def run_job(args: argparse.Namespace, console: Console) -> int:
     if problem is not None:
         return fail(console, problem[1], code=problem[0])
     stats = RunStats(pipeline=args.pipeline or "default", input=args.input, output=args.output)
-    code = _run_files(args, console, processor, stats)
+    if getattr(args, "engine", "local") == "ray":
+        from procflow._scale import run_ray_command
+
+        code: int | None = run_ray_command(args, console, stats)
+    else:
+        code = _run_files(args, console, processor, stats)
     if code is None:
         return EXIT_USAGE
     stats.finish()
@@ -81,6 +86,11 @@ def _run_files(
             return None
         try:
             sink = files.enter_context(open_output(args.output))
+            workers = _workers_for(args, source)
+            if workers > 1:
+                from procflow._scale import run_with_workers
+
+                return run_with_workers(args, console, source, sink, stats, workers=workers)
             return anyio.run(_process_all, args, console, processor, source, JsonlWriter(sink), stats)
         except KeyboardInterrupt:
             stats.interrupted = True
@@ -95,9 +105,31 @@ def _run_files(
             return fail(console, f"{where}: {exc.strerror or type(exc).__name__}", code=EXIT_FAILED)
 
 
+AUTO_WORKERS_MIN_BYTES = 1 << 20
+"""Without ``--workers``, inputs smaller than this run in one process: starting workers costs more."""
+
+
+def _workers_for(args: argparse.Namespace, source: IO[bytes]) -> int:
+    """How many worker processes to use: ``--workers``, or (without it) the cores for a large file."""
+    requested: int | None = getattr(args, "workers", None)
+    if requested is not None:
+        return requested
+    size = input_size(source) if args.input != "-" else None
+    if size is None or size < AUTO_WORKERS_MIN_BYTES:
+        return 1
+    from procflow._scale import cpu_count
+
+    return cpu_count()
+
+
 def _argument_problem(args: argparse.Namespace) -> tuple[int, str] | None:
     """A problem with the files named, found before any conversation is read: (exit code, message)."""
-    if args.input != "-" and not Path(args.input).is_file():
+    ray_parquet = getattr(args, "engine", "local") == "ray" and args.input.rstrip("/").endswith(".parquet")
+    if (
+        args.input != "-"
+        and not Path(args.input).is_file()
+        and not (ray_parquet and Path(args.input).is_dir())
+    ):
         what = "is a directory" if Path(args.input).is_dir() else "does not exist"
         return EXIT_USAGE, f"input file {args.input!r} {what}"
     if args.input != "-" and args.output != "-" and Path(args.output).resolve() == Path(args.input).resolve():
@@ -164,7 +196,7 @@ async def _handle(
         outcome: Outcome = await processor.process(item.conversation)
     except Exception as exc:
         return f"processing failed: {describe_exception(exc)}"
-    record = _record_of(item, outcome, keep_blocked=args.keep_blocked)
+    record = record_of(item.conversation, outcome, keep_blocked=args.keep_blocked)
     try:
         writer.write(record)
     except ConversationFormatError as exc:
@@ -174,11 +206,11 @@ async def _handle(
     return None
 
 
-def _record_of(item: ReadItem, outcome: Outcome, *, keep_blocked: bool) -> dict[str, Any]:
-    assert item.conversation is not None
+def record_of(conversation: Conversation, outcome: Outcome, *, keep_blocked: bool) -> dict[str, Any]:
+    """The output record of a processed conversation (its messages withheld when it was blocked)."""
     blocked = outcome.tripwire is not None
     kept = outcome.messages if not blocked or keep_blocked else []
-    record = conversation_to_record(item.conversation, kept)
+    record = conversation_to_record(conversation, kept)
     if outcome.tripwire is not None:
         record["blocked"] = {
             "reason": outcome.tripwire.reason,

@@ -11,7 +11,14 @@ from typing import IO, Any
 from procflow.cli._json_input import JsonInputError, decode_json
 from procflow.cli.chat_format import Conversation, ConversationFormatError, parse_conversation
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "JsonlWriter", "ReadItem", "read_conversations"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "JsonlWriter",
+    "ReadItem",
+    "parse_line",
+    "read_conversations",
+    "read_raw_lines",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +52,21 @@ def read_conversations(
     A line longer than ``max_line_bytes`` is read no further than the limit (the rest is skipped
     unparsed) and yields a size error; no line is ever held in memory beyond the limit.
     """
+    for number, raw, error, offset in read_raw_lines(stream, max_line_bytes=max_line_bytes):
+        if raw is None:
+            yield ReadItem(number, None, error, offset)
+        else:
+            yield ReadItem(number, *parse_line(raw, number), offset)
+
+
+def read_raw_lines(
+    stream: IO[bytes], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[tuple[int, bytes | None, ConversationFormatError | None, int]]:
+    """Yield ``(line number, raw bytes, None, offset)`` for every non-blank line, unparsed.
+
+    An over-long line yields ``(line number, None, size error, offset)`` instead (see
+    :func:`read_conversations`); :func:`parse_line` turns the bytes into a conversation.
+    """
     offset = 0
     number = 0
     while raw := stream.readline(max_line_bytes + 1):
@@ -59,11 +81,11 @@ def read_conversations(
                 "(--max-line-size); it was not parsed",
                 line=number,
             )
-            yield ReadItem(number, None, error, offset)
+            yield number, None, error, offset
             continue
         if not raw.strip():
             continue
-        yield ReadItem(number, *_parse_line(raw, number), offset)
+        yield number, raw, None, offset
 
 
 def _skip_line(stream: IO[bytes]) -> tuple[int, int]:
@@ -76,7 +98,8 @@ def _skip_line(stream: IO[bytes]) -> tuple[int, int]:
     return skipped, skipped
 
 
-def _parse_line(raw: bytes, number: int) -> tuple[Conversation | None, ConversationFormatError | None]:
+def parse_line(raw: bytes, number: int) -> tuple[Conversation | None, ConversationFormatError | None]:
+    """Parse one raw input line (line ``number``) into a conversation, or the error it has."""
     try:
         text = raw.rstrip(b"\r\n").decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -63,8 +63,45 @@ def add_parser(subparsers: Any) -> None:
         help="longer lines are bad lines, rejected unparsed (e.g. 512KB, 50MB; default: "
         f"{DEFAULT_MAX_LINE_SIZE})",
     )
+    parser.add_argument(
+        "--workers",
+        type=_worker_count,
+        metavar="N",
+        help="split the input across N worker processes, each loading the pipeline once (default: the "
+        "number of cores for an input file of 1 MB or more, else 1; 1 runs in this process)",
+    )
+    parser.add_argument(
+        "--unordered",
+        action="store_true",
+        help="with --workers: write conversations as workers finish them, not in input order",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this machine (default); ray: Ray Data, --workers actors (default 2), JSONL or "
+        ".parquet in and out (needs procflow[ray])",
+    )
+    parser.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --engine ray: an existing Ray cluster (auto, ray://HOST:10001); default: a local one",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     parser.set_defaults(handler=run)
+
+
+def _worker_count(text: str) -> int:
+    """``--workers N``: a whole number of at least 1 (for argparse: a bad value is a usage error)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of workers; give a whole number, 1 or more"
+        )
+    return count
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

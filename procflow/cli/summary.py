@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,12 +60,26 @@ class RunStats:
 
     def add(self, outcome: Outcome) -> None:
         """Count one processed conversation."""
+        blocked_by = None if outcome.tripwire is None else outcome.tripwire.processor_id or "unknown"
+        self.count(outcome.redactions, outcome.warnings, blocked_by)
+
+    def count(
+        self, redactions: Mapping[str, int], warnings: Mapping[str, int], blocked_by: str | None
+    ) -> None:
+        """Count one processed conversation from its counts (as a worker process sends them back).
+
+        Args:
+            redactions: Redactions per rule.
+            warnings: ``warn``-strategy matches per rule.
+            blocked_by: The id of the processor that blocked it (``unknown`` when it had none), or
+                ``None`` when it was not blocked.
+        """
         self.processed += 1
-        self.redactions.update(outcome.redactions)
-        self.warnings.update(outcome.warnings)
-        if outcome.tripwire is not None:
+        self.redactions.update(redactions)
+        self.warnings.update(warnings)
+        if blocked_by is not None:
             self.blocked += 1
-            self.blocked_by[outcome.tripwire.processor_id or "unknown"] += 1
+            self.blocked_by[blocked_by] += 1
 
     def finish(self) -> None:
         """Stop the clock."""
