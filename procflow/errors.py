@@ -8,6 +8,7 @@
     │   ├── MissingAPIKeyError                 a provider needs a key that is not set
     │   └── PipelineLoadError                  (cli) a --pipeline reference cannot be loaded
     ├── ConversationFormatError (ValueError)   (cli) a line of the input file is not a conversation
+    ├── RayUnavailableError (ImportError)      (cli) --engine ray / run_ray without Ray Data installed
     ├── JsonInputError (ValueError)            (cli) a line is not JSON procflow accepts (depth, size, NaN)
     ├── ChunkTypeError (ValueError)            a custom chunk's type does not start with ``data-``
     ├── StreamStateError (RuntimeError)        a stream read by a second consumer, or its result read early
