@@ -123,6 +123,7 @@ def stop_pool(pool: futures.ProcessPoolExecutor) -> None:
         terminate()
         return
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    call_queue = getattr(pool, "_call_queue", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(Exception):
@@ -130,6 +131,12 @@ def stop_pool(pool: futures.ProcessPoolExecutor) -> None:
     for process in processes:
         with contextlib.suppress(Exception):
             process.join(5)
+    if call_queue is not None:
+        # The queue's feeder thread may be blocked writing a chunk into a full pipe whose readers we just
+        # ended (this process holds the pipe's reading end too, so the write never fails): without
+        # this, the interpreter would wait for that thread at exit, forever.
+        with contextlib.suppress(Exception):
+            call_queue.cancel_join_thread()
 
 
 def _ignore_sigint() -> None:
