@@ -7,8 +7,9 @@ few prompt-injection attempts. Rows:
 - the floor: the default guard's regexes run as whole-text ``redact()`` calls (PII and secrets on every
   text and tool-call argument string, the injection rules on input turns) with ``json.loads`` /
   ``json.dumps`` in a plain loop over the same file, written to a file;
-- ``procflow run FILE -o OUT --quiet`` in this process (the default guard; reading, validation, the
-  processors, writing): conversations/s and MB/s, as a ratio of the floor (DESIGN §7: ≥ 60% per core).
+- ``procflow run FILE -o OUT --quiet --workers 1`` in this process (the default guard; reading,
+  validation, the processors, writing): conversations/s and MB/s, as a ratio of the floor (DESIGN §7:
+  ≥ 60% per core).
 
 Both are timed in CPU time of this thread (the job is single-threaded; the machine is shared), taking
 turns; the ratio is the median of the per-repetition ratios.
@@ -238,8 +239,12 @@ def floor_job(source: Path, target: Path) -> Callable[[], None]:
 
 
 def procflow_job(source: Path, target: Path) -> Callable[[], None]:
-    """``procflow run SOURCE -o TARGET --quiet`` in this process (the default guard)."""
-    argv = ["run", str(source), "-o", str(target), "--quiet"]
+    """``procflow run SOURCE -o TARGET --quiet --workers 1`` in this process (the default guard).
+
+    One worker: the floor is per core, and this thread's CPU time must be the whole job's (a file of a
+    megabyte or more would otherwise run on worker processes by default).
+    """
+    argv = ["run", str(source), "-o", str(target), "--quiet", "--workers", "1"]
 
     def run() -> None:
         code = procflow_main(argv)
