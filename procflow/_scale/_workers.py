@@ -124,6 +124,13 @@ def stop_pool(pool: futures.ProcessPoolExecutor) -> None:
         return
     processes = list((getattr(pool, "_processes", None) or {}).values())
     call_queue = getattr(pool, "_call_queue", None)
+    if call_queue is not None:
+        # Before the workers end: the queue's feeder thread may be blocked writing a chunk into a full
+        # pipe whose only readers are those workers (this process holds the reading end too, so the
+        # write never fails). Once the workers are gone the executor's manager thread would wait for
+        # that feeder forever, and the interpreter for the manager at exit.
+        with contextlib.suppress(Exception):
+            call_queue.cancel_join_thread()
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(Exception):
@@ -131,12 +138,6 @@ def stop_pool(pool: futures.ProcessPoolExecutor) -> None:
     for process in processes:
         with contextlib.suppress(Exception):
             process.join(5)
-    if call_queue is not None:
-        # The queue's feeder thread may be blocked writing a chunk into a full pipe whose readers we just
-        # ended (this process holds the pipe's reading end too, so the write never fails): without
-        # this, the interpreter would wait for that thread at exit, forever.
-        with contextlib.suppress(Exception):
-            call_queue.cancel_join_thread()
 
 
 def _ignore_sigint() -> None:
