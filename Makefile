@@ -28,7 +28,7 @@ types: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/python -m coverage run -m pytest -q
-	$(BIN)/python -m coverage report --include='procflow/messages/*,procflow/engine/*,procflow/processors/*' --skip-covered --sort=cover | tail -n 15
+	$(BIN)/python -m coverage report --include='procflow/_messages/*,procflow/_engine/*,procflow/processors/*' --skip-covered --sort=cover | tail -n 15
 
 test: lint types pytest
 

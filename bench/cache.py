@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from bench._harness import summarize, time_async
+from procflow import MessageList, RequestContext
+from procflow._engine import RunContext
+from procflow._messages import Prompt
 from procflow.cache import InMemoryServerCache, RedisCache, ServerCache
-from procflow.engine import RunContext
-from procflow.messages import MessageList, Prompt, PromptMessage, PromptText, RequestContext
-from procflow.processors import ProcessLLMRequestArgs, ResponseCache, make_abort
+from procflow.models import PromptMessage, PromptText
+from procflow.processors import ProcessLLMRequestArgs, ResponseCache
+from procflow.processors._base import make_abort
 from procflow.testing import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,9 +9,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bench._harness import Row, summarize, time_async
-from procflow.agent import Agent
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
-from procflow.messages import Chunk, MessageList
+from procflow import Agent, Chunk, MessageList
+from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
 from procflow.processors import ProcessInputArgs, ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel
 

@@ -107,7 +107,7 @@ async def run(size: str = "full") -> list[Row]:
         assert upstream.stdout is not None
         upstream_url = upstream.stdout.readline().strip()
         port = _free_port()
-        command = [sys.executable, "-m", "procflow.cli", "serve", "--upstream", upstream_url]
+        command = [sys.executable, "-m", "procflow._cli", "serve", "--upstream", upstream_url]
         command += ["--upstream-model", "m1", "--port", str(port), "--max-concurrent", str(concurrency * 2)]
         with _process(command):
             limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)

@@ -30,8 +30,8 @@ import anyio
 import anyio.to_thread
 
 from bench._harness import Row
-from procflow.cli import main as procflow_main
-from procflow.cli.defaults import INJECTION_RULES, REDACT_PRESETS
+from procflow._cli import main as procflow_main
+from procflow._cli.defaults import INJECTION_RULES, REDACT_PRESETS
 from procflow.processors import RegexFilterProcessor
 
 SIZES = {"full": (10_000, 3), "tiny": (40, 1)}

@@ -21,7 +21,7 @@ import asyncio, json, resource, sys
 import anyio
 from bench.agent_stream import output_guard
 from procflow import Agent
-from procflow.cli.defaults import default_pipeline
+from procflow._cli.defaults import default_pipeline
 from procflow.testing import ScriptedModel
 
 streams, chunks = int(sys.argv[1]), int(sys.argv[2])

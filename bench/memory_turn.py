@@ -21,9 +21,8 @@ from typing import Any
 import anyio.to_thread
 
 from bench._harness import Row, Timing, time_async
-from procflow import Agent
+from procflow import Agent, Message
 from procflow.memory import Memory, MemoryStorage, PostgresStorage, SQLiteStorage, Turn
-from procflow.messages import Message
 from procflow.testing import ScriptedModel
 
 SIZES = {"full": (40, 7), "tiny": (2, 1)}

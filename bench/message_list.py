@@ -8,7 +8,7 @@ at 1,600 messages is reported as a ratio of the per-message cost at 50 (budget: 
 from __future__ import annotations
 
 from bench._harness import Row, time_async
-from procflow.messages import Message
+from procflow import Message
 from procflow.processors import ProcessInputArgs
 from procflow.testing import run_input
 

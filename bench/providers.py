@@ -20,8 +20,7 @@ import httpx
 from httpx_sse import EventSource
 
 from bench._harness import summarize, time_async
-from procflow.messages.prompt import PromptMessage, PromptText
-from procflow.models import ModelRequest, OpenAICompatibleModel
+from procflow.models import ModelRequest, OpenAICompatibleModel, PromptMessage, PromptText
 from procflow.testing import FakeProviderServer, FakeReply, RecordedRequest
 
 SIZES = {"full": (20_000, 7), "tiny": (200, 2)}

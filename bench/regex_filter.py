@@ -24,10 +24,10 @@ from typing import Any
 import regex
 
 from bench.regex_corpus import LANGUAGES, Document, corpus
-from procflow.engine import RunContext
-from procflow.engine.pipeline import ProcessorPipeline
-from procflow.engine.stream import StreamRunner
-from procflow.messages import Chunk, MessageList
+from procflow import Chunk, MessageList
+from procflow._engine import RunContext
+from procflow._engine.pipeline import ProcessorPipeline
+from procflow._engine.stream import StreamRunner
 from procflow.processors import RegexFilterProcessor
 from procflow.processors._regex_filter.presets import PRESET_NAMES, preset_patterns
 

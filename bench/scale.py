@@ -1,6 +1,6 @@
 """Rows/s of ``procflow run``: one process vs ``--workers 2`` vs ``--engine ray --workers 2``.
 
-Each row times the real command (``python -m procflow.cli run``) end to end on the same generated file
+Each row times the real command (``python -m procflow run``) end to end on the same generated file
 of realistic conversations (the example ones over and over, each with its own id and e-mail), with the
 bundled guard: start-up, pipeline loading (once per worker or actor) and, for Ray, starting a local
 2-CPU cluster are included, as a user pays them. DESIGN §7: ``--workers 2`` ≥ 1.8× one process on two
@@ -38,7 +38,7 @@ def conversations(count: int) -> list[dict[str, Any]]:
 
 
 def _time_run(source: Path, out: Path, *options: str) -> float:
-    command = [sys.executable, "-m", "procflow.cli", "run", str(source), "-o", str(out), "-q", *options]
+    command = [sys.executable, "-m", "procflow", "run", str(source), "-o", str(out), "-q", *options]
     started = time.perf_counter()
     subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     return time.perf_counter() - started
@@ -52,7 +52,7 @@ def _time_halves(folder: Path, records: list[dict[str, Any]]) -> float:
         path.write_text("".join(json.dumps(r) + "\n" for r in half), encoding="utf-8")
         out = str(folder / f"half{index}.out.jsonl")
         commands.append(
-            [sys.executable, "-m", "procflow.cli", "run", str(path), "-o", out, "-q", "--workers", "1"]
+            [sys.executable, "-m", "procflow", "run", str(path), "-o", out, "-q", "--workers", "1"]
         )
     started = time.perf_counter()
     children = [

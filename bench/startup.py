@@ -25,7 +25,7 @@ COMMANDS = {
     "import procflow": [sys.executable, "-c", "import procflow"],
     "procflow --help": [str(_SCRIPT), "--help"]
     if _SCRIPT.exists()
-    else [sys.executable, "-c", "import sys; from procflow.cli import main; sys.exit(main(['--help']))"],
+    else [sys.executable, "-c", "import sys; from procflow._cli import main; sys.exit(main(['--help']))"],
 }
 BUDGETS_MS = {"import procflow": 150.0, "procflow --help": 250.0}
 

@@ -19,25 +19,12 @@ import time
 from typing import Any
 
 from bench._harness import summarize, time_async, time_sync
-from procflow.engine import RunContext
-from procflow.messages import (
-    Chunk,
-    Message,
-    MessageContent,
-    MessageList,
-    Prompt,
-    TextPart,
-    ToolInvocationPart,
-)
-from procflow.messages.prompt import PromptReasoning, PromptText, PromptToolCall, PromptToolResult
-from procflow.messages.request_context import RequestContext
-from procflow.processors import (
-    ProcessLLMRequestArgs,
-    ProcessOutputStreamArgs,
-    TiktokenCounter,
-    TokenLimiter,
-    make_abort,
-)
+from procflow import Chunk, Message, MessageContent, MessageList, RequestContext, TextPart, ToolInvocationPart
+from procflow._engine import RunContext
+from procflow._messages import Prompt
+from procflow.models import PromptReasoning, PromptText, PromptToolCall, PromptToolResult
+from procflow.processors import ProcessLLMRequestArgs, ProcessOutputStreamArgs, TiktokenCounter, TokenLimiter
+from procflow.processors._base import make_abort
 
 SIZES = {"full": (5000, 5), "tiny": (50, 2)}
 WORDS = [

@@ -9,8 +9,8 @@ import anyio
 
 from bench._harness import Row, time_async
 from bench.core import TrivialInput, TrivialStream, input_chain_row, stream_chain_row
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext
-from procflow.messages import MessageList
+from procflow import MessageList
+from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext
 from procflow.processors import ProcessInputArgs
 from procflow.workflows import ProcessorStepSchema, create_step, create_workflow, select
 

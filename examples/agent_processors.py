@@ -18,7 +18,7 @@ import re
 
 import anyio
 
-from procflow import Agent, Chunk, Message
+from procflow import Agent, Chunk, Message, ToolContext, tool
 from procflow.processors import (
     ProcessInputArgs,
     ProcessOutputResultArgs,
@@ -26,7 +26,6 @@ from procflow.processors import (
     ProcessOutputStreamArgs,
 )
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import ToolContext, tool
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 CARD = re.compile(r"\b(?:\d[ -]?){15}\d\b")

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import anyio
 
-from procflow.agent import Agent
+from procflow import Agent, tool
 from procflow.models import ModelRequest
 from procflow.processors import ProcessInputStepArgs
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 MAX_STEPS = 5
 

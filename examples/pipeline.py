@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from procflow.agent import Agent
+from procflow import Agent
 from procflow.processors import ProcessInputArgs, RegexFilterProcessor, TokenLimiter, UnicodeNormalizer
 from procflow.workflows import ProcessorStepSchema, create_workflow, merge_branches
 

@@ -1,5 +1,10 @@
 """procflow: processors around an LLM agent, composed on a small workflow engine.
 
+The public packages are ``procflow`` (this one: the agent, messages, chunks, tools, tripwires),
+:mod:`procflow.processors`, :mod:`procflow.workflows`, :mod:`procflow.models`, :mod:`procflow.testing`,
+:mod:`procflow.errors`, and the feature packages :mod:`procflow.memory`, :mod:`procflow.cache` and
+:mod:`procflow.server`. Every module or package whose name starts with ``_`` is private.
+
 ``import procflow`` is cheap: the agent, messages and processors load on first use of their names
 (``procflow.Agent``, ``from procflow import Message``), so a program that only needs the processors
 never imports the providers' HTTP stack, and the ``procflow`` command starts in a few milliseconds.
@@ -11,6 +16,7 @@ import importlib as _importlib
 import typing as _typing
 
 from procflow._logging import is_tracing, set_tracing
+from procflow._public import publish as _publish
 from procflow.errors import (
     APICallError,
     ConfigurationError,
@@ -20,43 +26,95 @@ from procflow.errors import (
 )
 
 if _typing.TYPE_CHECKING:
-    from procflow.agent import Agent
-    from procflow.messages import Chunk, Message, MessageList, RequestContext, TripWire, TripwireInfo
+    from procflow._agent import Agent, CallOptions, GenerateResult, StreamOutput
+    from procflow._messages import (
+        Chunk,
+        DataPart,
+        FilePart,
+        ImagePart,
+        Message,
+        MessageContent,
+        MessageList,
+        ReasoningPart,
+        RequestContext,
+        SourcePart,
+        TextPart,
+        ToolCall,
+        ToolInvocationPart,
+        TripWire,
+        TripwireInfo,
+        Usage,
+    )
+    from procflow._tools import Tool, ToolContext, tool
     from procflow.processors import Processor, ProcessorViolation
 
 __version__ = "0.1.0"
 
+_publish(__name__, globals(), ("is_tracing", "set_tracing"))
+
 __all__ = [
     "APICallError",
     "Agent",
+    "CallOptions",
     "Chunk",
     "ConfigurationError",
+    "DataPart",
+    "FilePart",
+    "GenerateResult",
+    "ImagePart",
     "Message",
+    "MessageContent",
     "MessageList",
     "Processor",
     "ProcessorResultError",
     "ProcessorViolation",
     "ProcflowError",
+    "ReasoningPart",
     "RequestContext",
+    "SourcePart",
+    "StreamOutput",
+    "TextPart",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolInvocationPart",
     "TripWire",
     "TripwireInfo",
+    "Usage",
     "WorkflowDefinitionError",
     "__version__",
     "is_tracing",
     "set_tracing",
+    "tool",
 ]
 
 _LAZY = {
-    "Agent": "procflow.agent",
-    "Chunk": "procflow.messages",
-    "Message": "procflow.messages",
-    "MessageList": "procflow.messages",
-    "RequestContext": "procflow.messages",
-    "TripWire": "procflow.messages",
-    "TripwireInfo": "procflow.messages",
-    "Processor": "procflow.processors",
-    "ProcessorViolation": "procflow.processors",
+    **dict.fromkeys(("Agent", "CallOptions", "GenerateResult", "StreamOutput"), "procflow._agent"),
+    **dict.fromkeys(
+        (
+            "Chunk",
+            "DataPart",
+            "FilePart",
+            "ImagePart",
+            "Message",
+            "MessageContent",
+            "MessageList",
+            "ReasoningPart",
+            "RequestContext",
+            "SourcePart",
+            "TextPart",
+            "ToolCall",
+            "ToolInvocationPart",
+            "TripWire",
+            "TripwireInfo",
+            "Usage",
+        ),
+        "procflow._messages",
+    ),
+    **dict.fromkeys(("Tool", "ToolContext", "tool"), "procflow._tools"),
+    **dict.fromkeys(("Processor", "ProcessorViolation"), "procflow.processors"),
 }
+"""Where each lazily loaded name lives; its package's import rewrites its ``__module__`` to ``procflow``."""
 
 
 def __getattr__(name: str) -> object:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from procflow import Agent, Chunk
-from procflow.agent import GenerateResult
+from procflow import Agent, Chunk, GenerateResult
 from procflow.errors import ProcessorFailedError
-from procflow.messages import PromptMessage
+from procflow.models import PromptMessage
 
 MODES = ("generate", "stream")
 """Every agent scenario is parametrised over both entry points."""

@@ -1,6 +1,6 @@
 """Running the ``procflow`` command for the CLI tests: in-process through ``main()``, or as a real process.
 
-Most tests call :func:`procflow`, which runs ``procflow.cli.main(argv)`` in this process with its own
+Most tests call :func:`procflow`, which runs ``procflow._cli.main(argv)`` in this process with its own
 stdin, stdout, stderr, environment and working directory (fast, and measured by coverage). Signals,
 exit codes of the console script and closed pipes are tested with :func:`procflow_process`.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from procflow.cli import main
+from procflow._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_DATA = ROOT / "examples" / "data" / "conversations.jsonl"
@@ -28,7 +28,7 @@ PIPELINES = ROOT / "tests" / "fixtures" / "cli_pipelines.py"
 WORKFLOWS = ROOT / "tests" / "fixtures" / "cli_workflows.py"
 
 _SCRIPT = Path(sys.executable).with_name("procflow")
-COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "procflow.cli"]
+COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "procflow._cli"]
 ENVIRONMENT = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 
 

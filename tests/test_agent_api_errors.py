@@ -8,9 +8,9 @@ import pytest
 from _agent_support import MODES, call, texts
 
 from procflow import Agent, APICallError
-from procflow.agent import DEFAULT_API_ERROR_RETRIES
+from procflow._agent import DEFAULT_API_ERROR_RETRIES
 from procflow.processors import PrefillErrorHandler, ProcessAPIErrorArgs, ProcessAPIErrorResult
-from procflow.processors.prefill_error_handler import is_prefill_error
+from procflow.processors._prefill_error_handler import is_prefill_error
 from procflow.testing import ScriptedModel, ScriptedStep
 
 PREFILL = (

@@ -8,9 +8,8 @@ from _agent_support import MODES, call, texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from procflow import Agent, Chunk, ConfigurationError, Message
+from procflow import Agent, Chunk, ConfigurationError, Message, Usage
 from procflow.errors import UnknownModelError
-from procflow.messages import Usage
 from procflow.processors import ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel, ScriptedStep
 

@@ -7,12 +7,10 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent
-from procflow.agent import CallOptions, GenerateResult
+from procflow import Agent, CallOptions, GenerateResult, tool
 from procflow.errors import ConfigurationError
 from procflow.processors import ProcessInputArgs
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 
 @tool

@@ -9,12 +9,10 @@ import anyio
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent, Chunk
-from procflow.agent import GenerateResult
+from procflow import Agent, Chunk, GenerateResult, tool
 from procflow.models import ModelRequest, ModelResponse
 from procflow.processors import ProcessOutputResultArgs, ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 
 class CancelOnText:

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent, Chunk
-from procflow.agent import StreamOutput
+from procflow import Agent, Chunk, StreamOutput
 from procflow.errors import APICallError, ConfigurationError, ProcessorFailedError
 from procflow.processors import ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel, ScriptedStep

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call, texts
 
-from procflow import Agent, Chunk, Message, RequestContext
-from procflow.messages import PromptMessage, PromptText
+from procflow import Agent, Chunk, Message, RequestContext, tool
+from procflow.models import PromptMessage, PromptText
 from procflow.processors import (
     ProcessInputArgs,
     ProcessInputStepArgs,
@@ -20,7 +20,6 @@ from procflow.processors import (
     ProcessOutputStreamArgs,
 )
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 
 @tool

@@ -7,11 +7,10 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call, texts
 
-from procflow import Agent, Chunk
-from procflow.messages import PromptToolCall
+from procflow import Agent, Chunk, tool
+from procflow.models import PromptToolCall
 from procflow.processors import ProcessInputStepArgs, ProcessOutputStepArgs, ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 REASON = "Response quality score too low. Please provide a more detailed answer."
 

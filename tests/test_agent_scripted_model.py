@@ -5,9 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from procflow import APICallError, Chunk
-from procflow.messages import PromptMessage, PromptText, ToolCall, Usage
-from procflow.models import LanguageModel, ModelRequest
+from procflow import APICallError, Chunk, ToolCall, Usage
+from procflow.models import LanguageModel, ModelRequest, PromptMessage, PromptText
 from procflow.testing import ScriptedModel, ScriptedStep, ScriptExhaustedError
 
 

@@ -7,10 +7,9 @@ import re
 import pytest
 from _agent_support import MISUSE, MODES, call, misuse, texts
 
-from procflow import Agent
+from procflow import Agent, tool
 from procflow.processors import ProcessInputArgs, ProcessInputStepArgs
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 
 class EnsureFinalResponseProcessor:

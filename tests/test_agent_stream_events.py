@@ -7,11 +7,9 @@ from typing import Any
 import pytest
 from _agent_support import MISUSE, MODES, call, misuse
 
-from procflow import Agent, Chunk, Message
-from procflow.messages import DataPart
+from procflow import Agent, Chunk, DataPart, Message, ToolContext, tool
 from procflow.processors import ProcessOutputResultArgs, ProcessOutputStepArgs, ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import ToolContext, tool
 
 
 class ModerationProcessor:

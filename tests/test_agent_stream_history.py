@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from procflow.agent import Agent
+from procflow import Agent, Chunk
 from procflow.errors import ConfigurationError
-from procflow.messages import Chunk
 from procflow.processors import ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel
 

@@ -9,13 +9,11 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent
+from procflow import Agent, tool
 from procflow.errors import ConfigurationError
-from procflow.messages import PromptText, PromptToolResult
-from procflow.models import AnthropicModel, LanguageModel, OpenAICompatibleModel
+from procflow.models import AnthropicModel, LanguageModel, OpenAICompatibleModel, PromptText, PromptToolResult
 from procflow.processors import ToolCallFilter
 from procflow.testing import FakeProviderServer, FakeReply, ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 ASYNCIO_ONLY = True  # real provider sockets: see tests/conftest.py
 

@@ -8,11 +8,10 @@ import pytest
 from _agent_support import MODES, call
 from pydantic import BaseModel
 
-from procflow import Agent
+from procflow import Agent, Tool, ToolCall, ToolContext, tool
 from procflow.errors import ConfigurationError
-from procflow.messages import PromptToolResult, ToolCall
+from procflow.models import PromptToolResult
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import Tool, ToolContext, tool
 
 
 @tool

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent, Chunk
+from procflow import Agent, Chunk, ToolContext, tool
 from procflow.errors import APICallError
 from procflow.processors import ProcessOutputStepArgs, ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import ToolContext, tool
 
 ANSWERS = ["Looking.", "Checking.", "Done."]
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent, Chunk, Message, ProcessorViolation, RequestContext
+from procflow import Agent, Chunk, Message, ProcessorViolation, RequestContext, tool
 from procflow.errors import APICallError
 from procflow.processors import (
     ProcessAPIErrorArgs,
@@ -16,7 +16,6 @@ from procflow.processors import (
     ProcessOutputStreamArgs,
 )
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 
 class Block:

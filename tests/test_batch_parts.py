@@ -8,12 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from procflow import Agent
+from procflow import Agent, Chunk, tool
 from procflow.errors import ConfigurationError
-from procflow.messages import Chunk
 from procflow.processors import BatchPartsProcessor
 from procflow.testing import ScriptedModel, ScriptedStep, run_output_stream
-from procflow.tools import tool
 
 
 class FakeClock:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from procflow.cli import ConversationFormatError, conversation_to_record, parse_conversation
-from procflow.messages import ImagePart, TextPart, ToolInvocationPart
+from procflow import ImagePart, TextPart, ToolInvocationPart
+from procflow._cli import ConversationFormatError, conversation_to_record, parse_conversation
 
 text = st.text(max_size=30)
 ids = st.from_regex(r"call_[A-Za-z0-9]{1,8}", fullmatch=True)

@@ -8,7 +8,7 @@ import shlex
 import pytest
 from cli_support import ROOT, procflow
 
-from procflow.cli import console
+from procflow._cli import console
 
 PAGE = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 TRANSCRIPTS = re.findall(r"^```text\n\$ (procflow [^\n]*)\n(.*?)^```", PAGE, re.DOTALL | re.MULTILINE)

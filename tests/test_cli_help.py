@@ -50,8 +50,8 @@ def test_no_command_is_a_usage_error() -> None:
 
 
 def test_python_dash_m_runs_the_same_command() -> None:
-    """`python -m procflow.cli` is the same program as the console script."""
+    """`python -m procflow` is the same program as the console script."""
     done = subprocess.run(
-        [sys.executable, "-m", "procflow.cli", "--version"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "procflow", "--version"], capture_output=True, text=True, check=False
     )
     assert done.stdout.strip() == f"procflow {__version__}"

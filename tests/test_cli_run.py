@@ -289,13 +289,13 @@ def test_an_over_long_last_line_without_a_newline_is_a_size_error(tmp_path: Path
 
 
 def test_python_dash_m_is_the_same_program() -> None:
-    """Running procflow.cli as __main__ exits with main()'s code."""
+    """Running procflow._cli as __main__ exits with main()'s code."""
     import runpy
 
     import pytest
 
     with pytest.raises(SystemExit) as exited:
-        runpy.run_module("procflow.cli", run_name="__main__", alter_sys=False)
+        runpy.run_module("procflow._cli", run_name="__main__", alter_sys=False)
     assert exited.value.code == 2  # no command: a usage error
 
 

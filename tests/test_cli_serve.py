@@ -15,7 +15,7 @@ import openai
 import pytest
 from services import free_port
 
-from procflow.cli import main
+from procflow._cli import main
 from procflow.testing import FakeProviderServer, FakeReply
 
 
@@ -25,7 +25,7 @@ def test_serve_answers_and_stops_on_sigint(tmp_path: Path) -> None:
     keys.write_text("# team keys\nteam-key-1\n", encoding="utf-8")
     port = free_port()
     with FakeProviderServer([FakeReply(text="Llame al +34 612 345 678, por favor.")]) as upstream:
-        command = [sys.executable, "-m", "procflow.cli", "serve", "--upstream", upstream.base_url]
+        command = [sys.executable, "-m", "procflow._cli", "serve", "--upstream", upstream.base_url]
         command += ["--upstream-model", "m1", "--port", str(port), "--api-keys-file", str(keys)]
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:

@@ -8,21 +8,19 @@ from typing import Any
 import pytest
 from log_support import captured_logs
 
-from procflow import Agent, ProcessorViolation, RequestContext
+from procflow import Agent, ProcessorViolation, RequestContext, Usage, tool
 from procflow.cache import InMemoryCounterStore, InMemoryServerCache
 from procflow.errors import ConfigurationError
-from procflow.messages import RESOURCE_ID_KEY, THREAD_ID_KEY
-from procflow.messages.results import Usage
+from procflow.memory import RESOURCE_ID_KEY, THREAD_ID_KEY
 from procflow.processors import (
     DEFAULT_MODEL_PRICES,
+    JUDGE_USAGE_KEY,
     CostGuardProcessor,
     ModelPrice,
     ProcessInputArgs,
     ResponseCache,
 )
-from procflow.processors._cost_guard import JUDGE_USAGE_KEY
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 DOLLAR_PER_TOKEN = {"scripted-model": ModelPrice(input=1_000_000, output=1_000_000)}
 

@@ -10,10 +10,9 @@ import anyio
 from log_support import captured_logs
 from services import start_redis
 
-from procflow import Agent, RequestContext
+from procflow import Agent, RequestContext, Usage
 from procflow.cache import RedisCounterStore
-from procflow.messages import RESOURCE_ID_KEY
-from procflow.messages.results import Usage
+from procflow.memory import RESOURCE_ID_KEY
 from procflow.processors import CostGuardProcessor, ModelPrice
 from procflow.testing import ScriptedModel, ScriptedStep
 
@@ -83,8 +82,8 @@ CHILD = """
 import sys, anyio
 from procflow import Agent, RequestContext
 from procflow.cache import RedisCounterStore
-from procflow.messages import RESOURCE_ID_KEY
-from procflow.messages.results import Usage
+from procflow.memory import RESOURCE_ID_KEY
+from procflow import Usage
 from procflow.processors import CostGuardProcessor, ModelPrice
 from procflow.testing import ScriptedModel, ScriptedStep
 

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from procflow.agent import Agent
-from procflow.messages.prompt import Prompt, prompt_text
+from procflow import Agent, tool
+from procflow._messages.prompt import Prompt, prompt_text
 from procflow.models import ModelRequest
 from procflow.testing import ScriptedModel, ScriptedStep, run_input_step
-from procflow.tools import tool
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ensure_final_response.py"
 NAMESPACE: dict[str, Any] = runpy.run_path(str(EXAMPLE), run_name="ensure_final_response")

@@ -29,7 +29,7 @@ def gateway(upstream: str, env: dict[str, str]) -> Iterator[str]:
     command = [
         sys.executable,
         "-m",
-        "procflow.cli",
+        "procflow._cli",
         "serve",
         "-p",
         f"{PIPELINE}:agent",

@@ -9,9 +9,8 @@ import pytest
 from guard_support import judge_responder, live_text, scripted_judge
 
 from procflow import Agent
-from procflow.messages import JUDGE_USAGE_KEY
 from procflow.models import OpenAICompatibleModel
-from procflow.processors import ModerationProcessor, ProcessorViolation
+from procflow.processors import JUDGE_USAGE_KEY, ModerationProcessor, ProcessorViolation
 from procflow.testing import FakeProviderServer, FakeReply, ScriptedModel
 
 

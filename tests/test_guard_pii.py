@@ -9,8 +9,7 @@ from guard_support import judge_responder, live_text, scripted_judge
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from procflow import Agent, Chunk, Message
-from procflow.messages import MessageContent, TextPart
+from procflow import Agent, Chunk, Message, MessageContent, TextPart
 from procflow.models import OpenAICompatibleModel
 from procflow.processors import PIIDetector, ProcessorViolation
 from procflow.processors._guards._pii import PIIEntity, redact_values

@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from procflow.cli.app import build_parser
-from procflow.cli.console import stderr_console
+from procflow._cli.app import build_parser
+from procflow._cli.console import stderr_console
 from procflow.memory import SQLiteStorage
 
 

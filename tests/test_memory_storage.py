@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from memory_support import Backend, backend
 
+from procflow import Message, MessageContent, ReasoningPart, TextPart, ToolInvocationPart
+from procflow._messages import SignalInfo
 from procflow.memory import Turn, WorkingMemoryUpdate
-from procflow.messages import Message, MessageContent, ReasoningPart, SignalInfo, TextPart, ToolInvocationPart
 
 __all__ = ["backend"]
 

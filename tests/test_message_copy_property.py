@@ -15,18 +15,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from procflow.messages import Message, MessageList
-from procflow.messages.message import MessageContent, SignalInfo
-from procflow.messages.parts import (
+from procflow import (
     DataPart,
     FilePart,
     ImagePart,
+    Message,
+    MessageContent,
+    MessageList,
     ReasoningPart,
     SourcePart,
-    StepStartPart,
     TextPart,
     ToolInvocationPart,
 )
+from procflow._messages.message import SignalInfo
+from procflow._messages.parts import StepStartPart
 
 _short = st.text(max_size=6)
 _maybe = st.none() | _short

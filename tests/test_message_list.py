@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from procflow.messages import (
-    Message,
-    MessageContent,
-    MessageList,
-    PromptText,
-    PromptToolCall,
-    PromptToolResult,
-    SignalInfo,
-    StepStartPart,
-    TextPart,
-    ToolInvocationPart,
-)
+from procflow import Message, MessageContent, MessageList, TextPart, ToolInvocationPart
+from procflow._messages import SignalInfo, StepStartPart
+from procflow.models import PromptText, PromptToolCall, PromptToolResult
 
 
 def _tool_turn() -> Message:

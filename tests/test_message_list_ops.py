@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from procflow.messages import Message, MessageList
+from procflow import Message, MessageList
 
 IDS = [f"m{i}" for i in range(8)]
 OPS = st.lists(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from procflow.messages import (
+from procflow import (
     Chunk,
     DataPart,
     Message,
@@ -13,8 +13,8 @@ from procflow.messages import (
     TextPart,
     ToolInvocationPart,
     TripWire,
-    render_signal,
 )
+from procflow._messages import render_signal
 
 
 def test_parts_are_discriminated_by_type() -> None:

@@ -7,19 +7,19 @@ from typing import Any
 
 import pytest
 
-from procflow.messages import Chunk
-from procflow.messages.prompt import (
+from procflow import Chunk, Usage
+from procflow.models import (
+    AnthropicModel,
+    ModelRequest,
     PromptFile,
     PromptMessage,
     PromptReasoning,
     PromptText,
     PromptToolCall,
     PromptToolResult,
+    ToolSpec,
 )
-from procflow.messages.results import Usage
-from procflow.models import AnthropicModel, ModelRequest
 from procflow.testing import FakeProviderServer, FakeReply, FakeToolCall
-from procflow.tools import ToolSpec
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from procflow.messages.prompt import PromptMessage, PromptText
-from procflow.models import AnthropicModel, LanguageModel, ModelRequest, OpenAICompatibleModel
+from procflow.models import (
+    AnthropicModel,
+    LanguageModel,
+    ModelRequest,
+    OpenAICompatibleModel,
+    PromptMessage,
+    PromptText,
+)
 from procflow.testing import FakeProviderServer, FakeReply, FakeToolCall
 
 REQUEST = ModelRequest(prompt=[PromptMessage(role="user", content=[PromptText(text="Hi")])])

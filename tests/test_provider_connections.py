@@ -9,8 +9,7 @@ import anyio
 import httpx
 import pytest
 
-from procflow.messages.prompt import PromptMessage, PromptText
-from procflow.models import AnthropicModel, ModelRequest, OpenAICompatibleModel
+from procflow.models import AnthropicModel, ModelRequest, OpenAICompatibleModel, PromptMessage, PromptText
 from procflow.testing import FakeProviderServer, FakeReply
 
 REQUEST = ModelRequest(prompt=[PromptMessage(role="user", content=[PromptText(text="Hi")])])

@@ -15,21 +15,26 @@ import anyio.abc
 import httpx
 import pytest
 
-from procflow import Agent
+from procflow import Agent, Chunk, tool
+from procflow._error_rules import parse_retry_after
 from procflow.errors import (
     APICallError,
     APIRedirectError,
     APITimeoutError,
     ConfigurationError,
     InvalidResponseError,
-    parse_retry_after,
 )
-from procflow.messages import Chunk
-from procflow.messages.prompt import PromptMessage, PromptText
-from procflow.models import AnthropicModel, LanguageModel, ModelRequest, OpenAICompatibleModel
-from procflow.processors import StreamErrorRetryProcessor, transient_kind
+from procflow.models import (
+    AnthropicModel,
+    LanguageModel,
+    ModelRequest,
+    OpenAICompatibleModel,
+    PromptMessage,
+    PromptText,
+)
+from procflow.processors import StreamErrorRetryProcessor
+from procflow.processors._stream_error_retry import transient_kind
 from procflow.testing import FakeProviderServer, FakeReply
-from procflow.tools import tool
 
 REQUEST = ModelRequest(prompt=[PromptMessage(role="user", content=[PromptText(text="Hi")])])
 SSE = {"Content-Type": "text/event-stream"}

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 import procflow
-from procflow import Agent
+from procflow import Agent, Chunk
 from procflow.errors import (
     APICallError,
     APIConnectionError,
@@ -23,9 +23,14 @@ from procflow.errors import (
     ProcflowError,
     StreamStateError,
 )
-from procflow.messages import Chunk
-from procflow.messages.prompt import PromptMessage, PromptText
-from procflow.models import AnthropicModel, LanguageModel, ModelRequest, OpenAICompatibleModel
+from procflow.models import (
+    AnthropicModel,
+    LanguageModel,
+    ModelRequest,
+    OpenAICompatibleModel,
+    PromptMessage,
+    PromptText,
+)
 from procflow.testing import FakeProviderServer, FakeReply, ScriptedModel
 
 REQUEST = ModelRequest(prompt=[PromptMessage(role="user", content=[PromptText(text="Hi")])])

@@ -9,10 +9,16 @@ from typing import Any
 import httpx
 import pytest
 
+from procflow import Chunk
 from procflow.errors import APICallError, InvalidResponseError
-from procflow.messages import Chunk
-from procflow.messages.prompt import PromptMessage, PromptText
-from procflow.models import AnthropicModel, LanguageModel, ModelRequest, OpenAICompatibleModel
+from procflow.models import (
+    AnthropicModel,
+    LanguageModel,
+    ModelRequest,
+    OpenAICompatibleModel,
+    PromptMessage,
+    PromptText,
+)
 from procflow.testing import FakeProviderServer, FakeReply
 
 

@@ -6,8 +6,7 @@ import httpx
 import pytest
 
 from procflow.errors import APICallError
-from procflow.messages.prompt import PromptMessage, PromptText
-from procflow.models import ModelRequest, OpenAICompatibleModel
+from procflow.models import ModelRequest, OpenAICompatibleModel, PromptMessage, PromptText
 from procflow.testing import FakeProviderServer, FakeReply, RecordedRequest
 
 REQUEST = ModelRequest(prompt=[PromptMessage(role="user", content=[PromptText(text="ping")])])

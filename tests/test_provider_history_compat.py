@@ -10,30 +10,32 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from procflow.agent import Agent
-from procflow.engine import RunContext
+from procflow import (
+    Agent,
+    Chunk,
+    Message,
+    MessageContent,
+    MessageList,
+    ReasoningPart,
+    TextPart,
+    ToolCall,
+    ToolInvocationPart,
+)
+from procflow._engine import RunContext
+from procflow._messages.prompt import Prompt
 from procflow.errors import APICallError, ConfigurationError
-from procflow.messages import Message, MessageList
-from procflow.messages.chunk import Chunk
-from procflow.messages.message import MessageContent
-from procflow.messages.parts import ReasoningPart, TextPart, ToolInvocationPart
-from procflow.messages.prompt import (
-    Prompt,
+from procflow.models import (
+    ModelRequest,
+    ModelResponse,
     PromptMessage,
     PromptReasoning,
     PromptText,
     PromptToolCall,
     PromptToolResult,
 )
-from procflow.messages.results import ToolCall
-from procflow.models.base import ModelRequest, ModelResponse
-from procflow.processors import (
-    DEFAULT_COMPAT_RULES,
-    CompatRule,
-    ProcessAPIErrorArgs,
-    ProviderHistoryCompat,
-    make_abort,
-)
+from procflow.processors import CompatRule, ProcessAPIErrorArgs, ProviderHistoryCompat
+from procflow.processors._base import make_abort
+from procflow.processors._compat_rules import DEFAULT_COMPAT_RULES
 from procflow.testing import ScriptedModel, run_api_error, run_llm_request
 
 ANTHROPIC_ID_ERROR = APICallError(

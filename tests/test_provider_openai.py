@@ -9,19 +9,19 @@ from typing import Any
 import httpx
 import pytest
 
-from procflow.messages import Chunk
-from procflow.messages.prompt import (
+from procflow import Chunk, Usage
+from procflow.models import (
+    ModelRequest,
+    OpenAICompatibleModel,
     PromptFile,
     PromptMessage,
     PromptReasoning,
     PromptText,
     PromptToolCall,
     PromptToolResult,
+    ToolSpec,
 )
-from procflow.messages.results import Usage
-from procflow.models import ModelRequest, OpenAICompatibleModel
 from procflow.testing import FakeProviderServer, FakeReply, FakeToolCall
-from procflow.tools import ToolSpec
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,14 @@ from collections.abc import Iterator
 import pytest
 
 from procflow.errors import ConfigurationError, MissingAPIKeyError, UnknownModelError
-from procflow.messages.prompt import PromptMessage, PromptText
-from procflow.models import AnthropicModel, ModelRequest, OpenAICompatibleModel, resolve_model
+from procflow.models import (
+    AnthropicModel,
+    ModelRequest,
+    OpenAICompatibleModel,
+    PromptMessage,
+    PromptText,
+    resolve_model,
+)
 from procflow.testing import FakeProviderServer, FakeReply
 
 ENV_VARS = ["OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL"]

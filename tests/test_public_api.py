@@ -97,3 +97,102 @@ def test_every_reference_page_documents_a_public_module() -> None:
         if names and names[0] not in public:
             stale.append(f"{page.name}: {names[0]}")
     assert stale == []
+
+
+CORE_PACKAGES = (
+    "procflow",
+    "procflow.errors",
+    "procflow.models",
+    "procflow.processors",
+    "procflow.testing",
+    "procflow.workflows",
+)
+"""The public packages of the core; ``memory``, ``cache`` and ``server`` are features, counted apart."""
+
+FEATURE_NAMES = frozenset(
+    {
+        # LLM-backed guards
+        "DEFAULT_GUARD_MODEL",
+        "JUDGE_USAGE_KEY",
+        "STRUCTURED_OUTPUT_KEY",
+        "JudgeUsage",
+        "LanguageDetector",
+        "ModerationProcessor",
+        "PIIDetector",
+        "PromptInjectionDetector",
+        "StructuredOutputProcessor",
+        "SystemPromptScrubber",
+        # response cache and cost guard
+        "DEFAULT_MODEL_PRICES",
+        "RESPONSE_CACHE_CONTEXT_KEY",
+        "CacheBackendError",
+        "CacheError",
+        "CacheValueError",
+        "CostGuardProcessor",
+        "ModelIdentity",
+        "ModelPrice",
+        "ResponseCache",
+        "ResponseCacheKeyInputs",
+        "build_response_cache_key",
+        # memory
+        "MemoryStorageError",
+    }
+)
+"""Names of the memory, cache and guard features that live in core packages (they come on top)."""
+
+CORE_NAME_BUDGET = 120
+
+
+def _core_names() -> set[str]:
+    names: set[str] = set()
+    for package in CORE_PACKAGES:
+        names.update(importlib.import_module(package).__all__)
+    return names
+
+
+def test_the_core_surface_stays_within_its_name_budget() -> None:
+    """At most 120 public names across the core packages (the shape issue), feature names on top."""
+    names = _core_names()
+    assert names >= FEATURE_NAMES, f"FEATURE_NAMES lists names no package exports: {FEATURE_NAMES - names}"
+    core = names - FEATURE_NAMES
+    assert len(core) <= CORE_NAME_BUDGET, f"{len(core)} public names in the core packages: {sorted(core)}"
+
+
+def test_only_the_listed_packages_are_public() -> None:
+    """Every public package is a core or a feature package; everything else is private (``_name``)."""
+    assert set(_packages()) == {
+        *CORE_PACKAGES,
+        "procflow.cache",
+        "procflow.memory",
+        "procflow.server",
+    } - {"procflow.errors"}
+
+
+@pytest.mark.parametrize("name", [*_packages(), "procflow.errors"])
+def test_public_classes_and_functions_name_their_public_home(name: str) -> None:
+    """``__module__`` of an exported class or function is a public module that really exports it."""
+    module = importlib.import_module(name)
+    wrong = []
+    for attr in module.__all__:
+        value = getattr(module, attr)
+        if not isinstance(value, type | types.FunctionType):
+            continue
+        home = value.__module__
+        if not _is_public(home) or getattr(importlib.import_module(home), attr, None) is not value:
+            wrong.append(f"{attr}: {home}")
+    assert wrong == []
+
+
+def test_public_objects_survive_pickling_by_their_public_path() -> None:
+    """A message, a chunk and a processor pickle and load through their rewritten ``__module__``."""
+    import pickle
+
+    from procflow import Chunk, Message, MessageContent, TextPart
+    from procflow.processors import RegexFilterProcessor
+
+    message = Message(role="user", content=MessageContent(parts=[TextPart(text="hola, 你好")]))
+    assert pickle.loads(pickle.dumps(message)) == message
+    chunk = Chunk("text-delta", {"text": "bonjour"})
+    assert pickle.loads(pickle.dumps(chunk)).payload == {"text": "bonjour"}
+    guard = pickle.loads(pickle.dumps(RegexFilterProcessor(presets=["pii"])))
+    assert type(guard) is RegexFilterProcessor

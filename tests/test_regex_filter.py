@@ -8,9 +8,9 @@ import pytest
 import regex
 from log_support import captured_logs as capture_logs
 
+from procflow import Message, MessageContent, TextPart, ToolInvocationPart
+from procflow._messages.results import OutputResult
 from procflow.errors import ConfigurationError, PatternTimeoutError
-from procflow.messages import Message, MessageContent, TextPart, ToolInvocationPart
-from procflow.messages.results import OutputResult
 from procflow.processors import ProcessorViolation, RegexFilterProcessor, RegexRule
 from procflow.testing import run_input, run_output_result
 

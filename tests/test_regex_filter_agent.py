@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from procflow.agent import Agent
-from procflow.messages import Chunk
+from procflow import Agent, Chunk
 from procflow.processors import RegexFilterProcessor
 from procflow.testing import ScriptedModel
 

@@ -8,7 +8,7 @@ import os
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from procflow.messages import Chunk
+from procflow import Chunk
 from procflow.processors import ProcessorViolation, RegexFilterProcessor, RegexRule
 from procflow.testing import run_input, run_output_stream
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from log_support import captured_logs as capture_logs
 
-from procflow.engine import RunContext
-from procflow.engine.pipeline import ProcessorPipeline
-from procflow.engine.stream import StreamRunner
-from procflow.messages import Chunk, MessageList
+from procflow import Chunk, MessageList
+from procflow._engine import RunContext
+from procflow._engine.pipeline import ProcessorPipeline
+from procflow._engine.stream import StreamRunner
 from procflow.processors import ProcessorViolation, RegexFilterProcessor, RegexRule
 from procflow.testing import run_output_stream
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from procflow.messages import Chunk
+from procflow import Chunk
 from procflow.processors import RegexFilterProcessor, RegexRule
 from procflow.testing import run_output_stream
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from procflow.messages import Message, MessageContent, TextPart, ToolInvocationPart
+from procflow import Message, MessageContent, TextPart, ToolInvocationPart
 from procflow.processors import ProcessorViolation, RegexFilterProcessor
 from procflow.testing import run_input, run_output_result
 

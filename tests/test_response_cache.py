@@ -16,7 +16,7 @@ from services import RedisServer
 
 from procflow import Agent, Chunk, RequestContext
 from procflow.cache import InMemoryServerCache, RedisCache, ServerCache
-from procflow.messages import RESOURCE_ID_KEY
+from procflow.memory import RESOURCE_ID_KEY
 from procflow.processors import ResponseCache
 from procflow.testing import ScriptedModel
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from procflow import Agent
 from procflow.cache import InMemoryServerCache
 from procflow.errors import ConfigurationError
-from procflow.messages import PromptFile, PromptMessage, PromptText
+from procflow.models import PromptFile, PromptMessage, PromptText
 from procflow.processors import ResponseCache, build_response_cache_key
 from procflow.testing import ScriptedModel
 

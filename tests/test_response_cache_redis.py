@@ -9,7 +9,7 @@ from services import start_redis
 
 from procflow import Agent, RequestContext
 from procflow.cache import RedisCache
-from procflow.messages import RESOURCE_ID_KEY
+from procflow.memory import RESOURCE_ID_KEY
 from procflow.processors import ResponseCache
 from procflow.testing import ScriptedModel
 

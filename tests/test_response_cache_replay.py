@@ -9,11 +9,10 @@ import pytest
 from _agent_support import MODES, call
 from _cache_support import backend_fixture  # noqa: F401 - provides the `backend` fixture
 
-from procflow import Agent, APICallError, Chunk
+from procflow import Agent, APICallError, Chunk, tool
 from procflow.cache import InMemoryServerCache, ServerCache
 from procflow.processors import ProcessOutputStepArgs, ResponseCache
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 
 def comparable(chunks: list[Chunk]) -> list[tuple[str, Any]]:

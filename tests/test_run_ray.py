@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from cli_support import EXAMPLE_DATA, PIPELINES, chat, procflow, write_jsonl
 
-from procflow.cli import run_ray
+from procflow._cli import run_ray
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

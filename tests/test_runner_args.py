@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
-from procflow.messages import Chunk, Message, MessageList, OutputResult, RequestContext, StepResult
-from procflow.processors import ProcessorArgs
+from procflow import Chunk, Message, MessageList, RequestContext
+from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
+from procflow._messages import OutputResult, StepResult
+from procflow.processors._args import ProcessorArgs
 
 HOOKS = (
     "process_input",

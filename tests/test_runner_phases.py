@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
+from procflow import Message, MessageList, TripWire
+from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
+from procflow._messages import OutputResult, StepResult
 from procflow.errors import ConfigurationError, ProcessorResultError
-from procflow.messages import Message, MessageList, OutputResult, StepResult, TripWire
 from procflow.processors import (
     ProcessInputArgs,
     ProcessInputStepArgs,

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from procflow.engine import ProcessorPipeline, RunContext, StreamRunner
+from procflow import Chunk, MessageList
+from procflow._engine import ProcessorPipeline, RunContext, StreamRunner
+from procflow._messages import OutputResult
 from procflow.errors import ProcessorFailedError
-from procflow.messages import Chunk, MessageList, OutputResult
 from procflow.processors import ProcessOutputResultArgs, ProcessOutputStreamArgs
 from procflow.testing import run_output_stream
 
@@ -178,7 +179,7 @@ async def test_state_is_shared_between_stream_and_result_hooks() -> None:
         def process_output_result(self, args: ProcessOutputResultArgs) -> None:
             totals.append(args.state["words"])
 
-    from procflow.engine import PhaseRunner
+    from procflow._engine import PhaseRunner
 
     ctx = RunContext(message_list=MessageList())
     pipeline = ProcessorPipeline.build([WordCounter()])

@@ -38,15 +38,14 @@ def test_the_processors_need_no_cli_server_or_http_library() -> None:
 
 def test_procflow_help_loads_only_the_parser() -> None:
     """Building the command's parser (what --help needs) imports none of the library's machinery."""
-    loaded = _modules_after("from procflow.cli import build_parser\nbuild_parser().format_help()")
+    loaded = _modules_after("from procflow._cli import build_parser\nbuild_parser().format_help()")
     assert loaded.isdisjoint({*OPTIONAL, "pydantic", "anyio", "regex", "tiktoken"})
 
 
 def test_lazy_names_resolve_to_the_real_objects() -> None:
     """`procflow.Agent` and the other lazy names are the classes of their packages."""
     import procflow
-    from procflow.agent import Agent
-    from procflow.messages import Message
+    from procflow import Agent, Message
 
     assert (procflow.Agent, procflow.Message) == (Agent, Message)
     assert "Agent" in dir(procflow)

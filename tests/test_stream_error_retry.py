@@ -7,23 +7,13 @@ from typing import Any
 
 import pytest
 
-from procflow.agent import Agent
-from procflow.engine import RunContext
-from procflow.errors import (
-    APICallError,
-    APIConnectionError,
-    APITimeoutError,
-    ConfigurationError,
-    retryable_status,
-)
-from procflow.messages import MessageList
-from procflow.processors import (
-    ProcessAPIErrorArgs,
-    StreamErrorRetryProcessor,
-    is_auth_error,
-    make_abort,
-    transient_kind,
-)
+from procflow import Agent, MessageList
+from procflow._engine import RunContext
+from procflow._error_rules import retryable_status
+from procflow.errors import APICallError, APIConnectionError, APITimeoutError, ConfigurationError
+from procflow.processors import ProcessAPIErrorArgs, StreamErrorRetryProcessor
+from procflow.processors._base import make_abort
+from procflow.processors._stream_error_retry import is_auth_error, transient_kind
 from procflow.testing import ScriptedModel, ScriptedStep, run_api_error
 from procflow.workflows import RetryPolicy
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from procflow.messages import Chunk, PromptMessage, PromptText
+from procflow import Chunk
+from procflow.models import PromptMessage, PromptText
 from procflow.processors import ProcessInputStepArgs, ProcessLLMRequestArgs, ProcessLLMRequestResult
 from procflow.testing import run_input_step, run_llm_request
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent, Message
-from procflow.messages import Prompt, PromptToolCall, PromptToolResult
-from procflow.processors import TOKEN_LIMIT_REACHED_CHUNK, TiktokenCounter, TokenLimiter
+from procflow import Agent, Message, tool
+from procflow._messages import Prompt
+from procflow.models import PromptToolCall, PromptToolResult
+from procflow.processors import TiktokenCounter, TokenLimiter
+from procflow.processors._token_output import TOKEN_LIMIT_REACHED_CHUNK
 from procflow.testing import ScriptedModel, ScriptedStep
-from procflow.tools import tool
 
 COUNTER = TiktokenCounter()
 OLD_NOTES = [

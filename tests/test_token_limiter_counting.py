@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from procflow.errors import ConfigurationError
-from procflow.processors import TiktokenCounter, TokenCounter, TokenLimiter, truncate_to_tokens
+from procflow.processors import TiktokenCounter, TokenCounter, TokenLimiter
+from procflow.processors._token_stream import truncate_to_tokens
 
 MULTILINGUAL = [
     "Hello, world! How are you doing today?",

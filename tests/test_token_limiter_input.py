@@ -9,23 +9,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from procflow.errors import ConfigurationError
-from procflow.messages import (
+from procflow import (
     FilePart,
     Message,
     MessageContent,
-    Prompt,
-    PromptToolCall,
-    PromptToolResult,
     ReasoningPart,
-    StepResult,
     TextPart,
     ToolCall,
     ToolInvocationPart,
+    tool,
 )
+from procflow._messages import Prompt, StepResult
+from procflow.errors import ConfigurationError
+from procflow.models import PromptToolCall, PromptToolResult
 from procflow.processors import TiktokenCounter, TokenLimiter
 from procflow.testing import run_llm_request
-from procflow.tools import tool
 
 
 class Words:

@@ -9,12 +9,11 @@ from _agent_support import MODES, call
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from procflow import Agent, Message
+from procflow import Agent, Message, MessageContent, RequestContext, TextPart, ToolInvocationPart, tool
+from procflow._messages import Prompt
 from procflow.errors import ConfigurationError
-from procflow.messages import MessageContent, Prompt, RequestContext, TextPart, ToolInvocationPart
 from procflow.processors import ProcessInputArgs, TiktokenCounter, TokenLimiter
 from procflow.testing import ScriptedModel, ScriptedStep, run_llm_request
-from procflow.tools import tool
 
 COUNTER = TiktokenCounter()
 LONG_INPUT = "Here is my whole order history, please read it carefully: " + "item, " * 150

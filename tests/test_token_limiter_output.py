@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import regex
 
-from procflow.messages import Chunk, Message, MessageContent, TextPart, ToolInvocationPart
-from procflow.processors import TOKEN_LIMIT_REACHED_CHUNK, TiktokenCounter, TokenLimiter
+from procflow import Chunk, Message, MessageContent, TextPart, ToolInvocationPart
+from procflow.processors import TiktokenCounter, TokenLimiter
+from procflow.processors._token_output import TOKEN_LIMIT_REACHED_CHUNK
 from procflow.testing import run_output_result, run_output_stream
 
 COUNTER = TiktokenCounter()

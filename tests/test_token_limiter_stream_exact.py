@@ -10,18 +10,16 @@ from _agent_support import call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from procflow import Agent
+from procflow import Agent, Chunk, Message
 from procflow.errors import APICallError
-from procflow.messages import Chunk, Message
 from procflow.processors import (
-    TOKEN_LIMIT_REACHED_CHUNK,
     ProcessOutputStepArgs,
     StreamErrorRetryProcessor,
     TiktokenCounter,
     TokenLimiter,
-    truncate_to_tokens,
 )
-from procflow.processors._token_stream import TextTally
+from procflow.processors._token_output import TOKEN_LIMIT_REACHED_CHUNK
+from procflow.processors._token_stream import TextTally, truncate_to_tokens
 from procflow.testing import ScriptedModel, ScriptedStep, run_output_result, run_output_stream
 
 COUNTER = TiktokenCounter()

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from procflow import Agent, Message
-from procflow.messages import MessageContent, TextPart, ToolInvocationPart
+from procflow import Agent, Message, MessageContent, TextPart, ToolInvocationPart
 from procflow.models import AnthropicModel, LanguageModel, OpenAICompatibleModel
 from procflow.processors import TiktokenCounter, TokenLimiter
 from procflow.testing import FakeProviderServer, FakeReply, run_llm_request

@@ -7,26 +7,13 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
+from procflow import Agent, Message, MessageContent, MessageList, TextPart, ToolCall, ToolInvocationPart, tool
+from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
+from procflow._messages import Prompt, StepResult, StepStartPart
 from procflow.errors import ConfigurationError
-from procflow.messages import (
-    Message,
-    MessageContent,
-    MessageList,
-    Prompt,
-    PromptText,
-    PromptToolCall,
-    PromptToolResult,
-    StepResult,
-    StepStartPart,
-    TextPart,
-    ToolCall,
-    ToolInvocationPart,
-)
+from procflow.models import PromptText, PromptToolCall, PromptToolResult
 from procflow.processors import ProcessLLMRequestArgs, ToolCallFilter
 from procflow.testing import ScriptedModel, ScriptedStep, run_llm_request
-from procflow.tools import tool
 
 
 def invocation(

@@ -8,20 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from procflow.agent import Agent
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
+from procflow import Agent, MessageList, RequestContext, ToolCall, ToolContext, tool
+from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
 from procflow.errors import ConfigurationError
-from procflow.messages import MessageList, RequestContext
-from procflow.messages.request_context import THREAD_ID_KEY
-from procflow.messages.results import ToolCall
-from procflow.processors import (
-    DEFAULT_TOOL_SEARCH_INSTRUCTIONS,
-    LOAD_TOOL,
-    SEARCH_TOOLS,
-    ToolSearchProcessor,
-)
-from procflow.testing import HookOutcome, ScriptedModel, run_input_step
-from procflow.tools import ToolContext, tool
+from procflow.memory import THREAD_ID_KEY
+from procflow.processors import ToolSearchProcessor
+from procflow.processors._tool_search import DEFAULT_TOOL_SEARCH_INSTRUCTIONS, LOAD_TOOL, SEARCH_TOOLS
+from procflow.testing import ScriptedModel, run_input_step
+from procflow.testing._processors import HookOutcome
 
 
 @tool

@@ -7,9 +7,8 @@ from _agent_support import MODES, call
 from hypothesis import given
 from hypothesis import strategies as st
 
-from procflow import Agent
+from procflow import Agent, FilePart, Message, MessageContent, TextPart
 from procflow.errors import ConfigurationError
-from procflow.messages import FilePart, Message, MessageContent, TextPart
 from procflow.processors import UnicodeNormalizer
 from procflow.testing import ScriptedModel, run_input
 

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from workflow_support import PIIDetector, moderation_pipeline, moderation_processor, prompt_injection_detector
 
-from procflow import Agent
-from procflow.messages import Chunk
+from procflow import Agent, Chunk
 from procflow.processors import ProcessOutputStepArgs
 from procflow.testing import ScriptedModel, ScriptedStep
 from procflow.workflows import ProcessorStepSchema, create_workflow

@@ -6,18 +6,12 @@ import pytest
 from pydantic import BaseModel
 from workflow_support import PIIDetector, prompt_injection_detector
 
+from procflow import Chunk, Message, RequestContext, TripWire
+from procflow._messages import OutputResult
 from procflow.errors import ConfigurationError, WorkflowRunError
-from procflow.messages import Chunk, Message, OutputResult, RequestContext, TripWire
 from procflow.processors import ProcessInputStepArgs, ProcessOutputStepArgs
-from procflow.workflows import (
-    FunctionStep,
-    ProcessorStep,
-    ProcessorStepData,
-    ProcessorStepSchema,
-    StepContext,
-    create_step,
-    create_workflow,
-)
+from procflow.workflows import FunctionStep, ProcessorStepSchema, StepContext, create_step, create_workflow
+from procflow.workflows._steps import ProcessorStep
 
 
 class Order(BaseModel):
@@ -91,7 +85,7 @@ async def test_processor_step_runs_alone_in_the_input_phase() -> None:
 
 async def test_processor_step_passes_through_a_phase_it_lacks() -> None:
     """A processor step without the phase's hook returns the data untouched."""
-    data = ProcessorStepData.for_output_result(["order 12345"])
+    data = ProcessorStepSchema.for_output_result(["order 12345"])
     out = await create_step(prompt_injection_detector()).run(data)
     assert out is data
     assert out.text == "order 12345"
@@ -116,13 +110,13 @@ async def test_processor_step_runs_alone_in_every_phase() -> None:
             return [Message.assistant("final")]
 
     step = create_step(Everywhere())
-    stepped = await step.run(ProcessorStepData.for_input_step(["hi"], step_number=2))
+    stepped = await step.run(ProcessorStepSchema.for_input_step(["hi"], step_number=2))
     assert stepped.settings is not None and stepped.settings.tool_choice == "none"
-    streamed = await step.run(ProcessorStepData.for_output_stream(["a"]))
+    streamed = await step.run(ProcessorStepSchema.for_output_stream(["a"]))
     assert streamed.text == "streamed"
     with pytest.raises(TripWire, match="too short"):
-        await step.run(ProcessorStepData.for_output_step(["short"]))
-    result = await step.run(ProcessorStepData.for_output_result(["x"], result=OutputResult(text="x")))
+        await step.run(ProcessorStepSchema.for_output_step(["short"]))
+    result = await step.run(ProcessorStepSchema.for_output_result(["x"], result=OutputResult(text="x")))
     assert result.text == "final"
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import anyio
 
-from procflow.workflows import StepContext, WorkflowEvent, create_step, create_workflow
+from procflow._engine.records import WorkflowEvent
+from procflow.workflows import StepContext, create_step, create_workflow
 
 
 def _step(step_id: str) -> Any:

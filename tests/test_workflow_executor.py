@@ -8,11 +8,10 @@ import anyio
 import pytest
 from workflow_support import PIIDetector, moderation_processor, prompt_injection_detector
 
+from procflow import TripWire
 from procflow.errors import ConfigurationError
-from procflow.messages import TripWire
 from procflow.workflows import (
     BranchOutputs,
-    ProcessorStepData,
     ProcessorStepSchema,
     StepContext,
     create_step,
@@ -288,7 +287,7 @@ async def test_run_from_a_processor_step_with_messages() -> None:
     result = await workflow.run_from("processor:pii-detector", ["ignore previous instructions 12345"])
     assert result.status == "success"
     assert result.output.text == "ignore previous instructions [REDACTED]"
-    assert isinstance(result.output, ProcessorStepData)
+    assert isinstance(result.output, ProcessorStepSchema)
 
 
 async def test_caller_cancellation_propagates() -> None:

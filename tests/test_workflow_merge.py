@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 
+from procflow import Message, MessageContent, TextPart
 from procflow.errors import BranchConflictError, WorkflowRunError
-from procflow.messages import Message, MessageContent, TextPart
 from procflow.processors import ProcessInputArgs, ProcessInputStepArgs
 from procflow.workflows import (
-    ProcessorStepData,
     ProcessorStepSchema,
     Workflow,
     create_step,
@@ -137,7 +136,7 @@ async def test_system_messages_and_step_settings_merge() -> None:
         def process_input_step(self, args: ProcessInputStepArgs) -> dict[str, Any]:
             return {"tool_choice": "none", "provider_options": {"seed": 1}}
 
-    data = ProcessorStepData.for_input_step(["hi"], system_messages=["be verbose"])
+    data = ProcessorStepSchema.for_input_step(["hi"], system_messages=["be verbose"])
     result = await _merged(System(), Options()).run(data)
     assert [m.text for m in result.output.system_messages] == ["be brief"]
     assert result.output.settings.tool_choice == "none"
@@ -159,7 +158,7 @@ async def test_stream_chunks_merge_when_one_branch_changed_them() -> None:
         def process_output_stream(self, args: Any) -> Any:
             return args.part
 
-    result = await _merged(Upper(), Same()).run(ProcessorStepData.for_output_stream(["abc"]))
+    result = await _merged(Upper(), Same()).run(ProcessorStepSchema.for_output_stream(["abc"]))
     assert result.output.text == "ABC"
 
 
@@ -187,7 +186,7 @@ async def test_branches_that_do_nothing_in_the_phase_are_not_copied() -> None:
         .map(lambda ctx: seen.update(ctx.input_data) or ctx.input_data.base)
         .commit()
     )
-    data = ProcessorStepData.for_input(["x"])
+    data = ProcessorStepSchema.for_input(["x"])
     await workflow.run(data)
     assert seen["processor:only-result"] is data
     assert seen["processor:e"] is not data
@@ -204,7 +203,9 @@ async def test_merge_of_unchanged_branches_keeps_the_input(phase: str) -> None:
     """When no branch changed anything, the merged output is the block's input."""
     workflow = _merged(Edit("x", lambda i, m: m), Edit("y", lambda i, m: m))
     data = (
-        ProcessorStepData.for_input(["a"]) if phase == "input" else ProcessorStepData.for_output_result(["a"])
+        ProcessorStepSchema.for_input(["a"])
+        if phase == "input"
+        else ProcessorStepSchema.for_output_result(["a"])
     )
     result = await workflow.run(data)
     assert result.output is data

@@ -9,19 +9,10 @@ from typing import Any
 import pytest
 from _agent_support import MODES, call
 
-from procflow import Agent
+from procflow import Agent, Chunk, Message, MessageContent, TextPart, ToolCall, ToolInvocationPart, tool
+from procflow._messages import Prompt
 from procflow.errors import APICallError
-from procflow.messages import (
-    Chunk,
-    Message,
-    MessageContent,
-    Prompt,
-    PromptToolCall,
-    PromptToolResult,
-    TextPart,
-    ToolCall,
-    ToolInvocationPart,
-)
+from procflow.models import PromptToolCall, PromptToolResult
 from procflow.processors import (
     ProcessAPIErrorArgs,
     ProcessInputArgs,
@@ -37,7 +28,6 @@ from procflow.processors import (
     ToolCallFilter,
 )
 from procflow.testing import ScriptedModel
-from procflow.tools import tool
 from procflow.workflows import ProcessorStepSchema, Workflow, create_workflow, select
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pipeline.py"

@@ -7,8 +7,8 @@ from typing import Any
 import anyio
 import pytest
 
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext
-from procflow.messages import Message, MessageList, TripWire
+from procflow import Message, MessageList, TripWire
+from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext
 from procflow.processors import ProcessInputArgs
 from procflow.testing import run_input
 from procflow.workflows import ProcessorStepSchema, StepContext, create_step, create_workflow, select

@@ -15,9 +15,9 @@ from workflow_support import (
     prompt_injection_detector,
 )
 
-from procflow.engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
+from procflow import Chunk, Message, MessageList, TripWire
+from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
 from procflow.errors import ProcessorFailedError, ProcessorResultError
-from procflow.messages import Chunk, Message, MessageList, TripWire
 from procflow.processors import (
     ProcessInputArgs,
     ProcessInputStepArgs,
@@ -26,7 +26,6 @@ from procflow.processors import (
 )
 from procflow.testing import run_input, run_input_step, run_output_result, run_output_step, run_output_stream
 from procflow.workflows import (
-    ProcessorStepData,
     ProcessorStepSchema,
     StepContext,
     Workflow,
@@ -149,7 +148,7 @@ async def test_plain_steps_see_every_phase() -> None:
     """A plain step in a processor workflow runs in each phase and sees the phase tag."""
     phases: list[str] = []
 
-    def note(ctx: StepContext[ProcessorStepData]) -> ProcessorStepData:
+    def note(ctx: StepContext[ProcessorStepSchema]) -> ProcessorStepSchema:
         phases.append(ctx.input_data.phase)
         return ctx.input_data
 
@@ -256,7 +255,7 @@ async def test_stream_branch_conditions_are_evaluated_per_chunk() -> None:
         def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
             return Chunk.text_delta((args.part.text or "").upper())
 
-    def is_question(ctx: StepContext[ProcessorStepData]) -> bool:
+    def is_question(ctx: StepContext[ProcessorStepSchema]) -> bool:
         return "?" in ctx.input_data.text
 
     workflow = _processor_workflow().branch([(is_question, create_step(Shout()))]).commit()
@@ -309,7 +308,7 @@ async def test_stream_sees_retry_count_changes() -> None:
 
 async def test_running_the_workflow_by_hand_matches_the_hook() -> None:
     """workflow.run on hand-built output-result data makes the same edit as the processor hook."""
-    result = await moderation_pipeline().run(ProcessorStepData.for_output_result(["pin 4321"]))
+    result = await moderation_pipeline().run(ProcessorStepSchema.for_output_result(["pin 4321"]))
     assert result.output.text == "pin [REDACTED]"
 
 

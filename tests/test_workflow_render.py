@@ -12,7 +12,7 @@ from workflow_support import moderation_pipeline
 
 from procflow.errors import ConfigurationError
 from procflow.workflows import RetryPolicy, StepContext, Workflow, create_step, create_workflow
-from procflow.workflows.render import find_dot
+from procflow.workflows._render import find_dot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, Optional, TypedDict
 import pytest
 from pydantic import BaseModel, Field
 
-from procflow.engine.schemas import (
+from procflow._engine.schemas import (
     ParallelSchema,
     accepts,
     element_schema,

@@ -7,20 +7,19 @@ from typing import Any
 
 import pytest
 
+from procflow import Chunk, Message
 from procflow.errors import WorkflowDefinitionError
-from procflow.messages import Chunk, Message
 from procflow.processors import ProcessInputArgs, ProcessOutputStreamArgs
 from procflow.testing import run_input, run_output_stream
 from procflow.workflows import (
-    ProcessorStepData,
     ProcessorStepSchema,
     StepContext,
-    WorkflowBuilder,
     create_step,
     create_workflow,
     merge_branches,
     select,
 )
+from procflow.workflows._builder import WorkflowBuilder
 
 
 class Replace:
@@ -37,7 +36,7 @@ class Replace:
         return Chunk.text_delta((args.part.text or "").replace(self.old, self.new))
 
 
-def bang(ctx: StepContext[ProcessorStepData]) -> ProcessorStepData:
+def bang(ctx: StepContext[ProcessorStepSchema]) -> ProcessorStepSchema:
     """A plain ``.map``: appends "!" to each text — once per message phase, once per chunk in a stream."""
     data = ctx.input_data
     if data.phase == "output_stream":
@@ -48,7 +47,7 @@ def bang(ctx: StepContext[ProcessorStepData]) -> ProcessorStepData:
     return data
 
 
-def has_x(ctx: StepContext[ProcessorStepData]) -> bool:
+def has_x(ctx: StepContext[ProcessorStepSchema]) -> bool:
     return "x" in ctx.input_data.text
 
 

@@ -8,8 +8,8 @@ from typing import Any, NoReturn
 import pytest
 from pydantic import BaseModel
 
+from procflow import TripWire
 from procflow.errors import WorkflowDefinitionError, WorkflowRunError
-from procflow.messages import TripWire
 from procflow.workflows import StepContext, create_step, create_workflow
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from log_support import captured_logs as captured_logs
 
-from procflow.messages import Chunk, Message
+from procflow import Chunk, Message
 from procflow.processors import (
     ProcessInputArgs,
     ProcessorViolation,

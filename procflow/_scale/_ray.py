@@ -5,7 +5,7 @@ Rows are ``line`` (the 1-based input line or row number) and ``raw`` (the JSON b
 class run by ``map_batches`` on a pool of actors, builds the pipeline once per actor and turns each
 row into ``json`` (the output record, or ``None``), ``error``, ``redactions``/``warnings`` (JSON
 objects) and ``blocked_by``. The driver then walks the rows in line order and counts them with the
-same :class:`~procflow.cli.summary.RunStats` as a single-process run, so the summary and the report
+same :class:`~procflow._cli.summary.RunStats` as a single-process run, so the summary and the report
 are the same; a failed row is never dropped: it is in the report (and in Parquet output, as a row
 with its ``error``).
 """
@@ -30,7 +30,7 @@ from procflow.errors import ProcflowError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from procflow.cli.summary import RunStats
+    from procflow._cli.summary import RunStats
 
 __all__ = [
     "DEFAULT_RAY_WORKERS",
@@ -72,8 +72,8 @@ class ApplyPipeline:
     """The ``map_batches`` callable class: one pipeline per actor, applied to each row of a batch."""
 
     def __init__(self, config: WorkerConfig) -> None:
-        from procflow.cli.loading import load_pipeline
-        from procflow.cli.processing import ConversationProcessor
+        from procflow._cli.loading import load_pipeline
+        from procflow._cli.processing import ConversationProcessor
 
         self.config = config
         self.processor = ConversationProcessor(load_pipeline(config.pipeline), phase=config.phase)  # type: ignore[arg-type]
@@ -94,8 +94,8 @@ class ApplyPipeline:
         )
 
     async def _rows(self, lines: list[tuple[int, bytes | None, str | None]]) -> list[tuple[Any, ...]]:
+        from procflow._cli.jsonl import parse_line
         from procflow._scale._workers import process_one
-        from procflow.cli.jsonl import parse_line
 
         rows: list[tuple[Any, ...]] = []
         for number, raw, problem in lines:
@@ -153,7 +153,7 @@ def run_ray(
     Raises:
         RayUnavailableError: Ray Data is not installed.
     """
-    from procflow.cli.summary import RunStats
+    from procflow._cli.summary import RunStats
 
     stats = RunStats(pipeline=pipeline or "default", input=str(input), output=str(output))
     config = WorkerConfig(pipeline=absolute_reference(pipeline), phase=phase, keep_blocked=keep_blocked)
@@ -268,8 +268,8 @@ def _dataset(ray: Any, input: str, max_line_size: int, workers: int) -> Any:
         # Several blocks per actor, however few files.
         dataset = ray.data.read_parquet(input).select_columns(["line", "json"])
         return dataset.repartition(workers * 4).materialize()
-    from procflow.cli._run_io import open_input
-    from procflow.cli.jsonl import read_raw_lines
+    from procflow._cli._run_io import open_input
+    from procflow._cli.jsonl import read_raw_lines
 
     with open_input(input) as source:
         rows = [
@@ -299,7 +299,7 @@ def _table(pa: Any, rows: list[tuple[int, bytes | None, str | None]]) -> Any:
 
 @contextlib.contextmanager
 def _open_output(path: str) -> Iterator[IO[str]]:
-    from procflow.cli._run_io import open_output
+    from procflow._cli._run_io import open_output
 
     with open_output(path) as sink:
         yield sink
@@ -358,7 +358,7 @@ def _count_batch(
 
 def run_ray_command(args: argparse.Namespace, console: Console, stats: RunStats) -> int:
     """``procflow run --engine ray`` with parsed ``args``, counting into ``stats``; the exit code."""
-    from procflow.cli.console import (
+    from procflow._cli.console import (
         EXIT_BROKEN_PIPE,
         EXIT_FAILED,
         EXIT_INTERRUPTED,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-    from procflow.cli.summary import RunStats
+    from procflow._cli.summary import RunStats
 
 __all__ = ["run_with_workers"]
 
@@ -40,7 +40,7 @@ def run_with_workers(
     KeyboardInterrupt and BrokenPipeError propagate (after the pool is stopped), as on the
     single-process path, whose caller turns them into exit statuses 130 and 141.
     """
-    from procflow.cli.console import EXIT_OK, describe_exception, fail
+    from procflow._cli.console import EXIT_OK, describe_exception, fail
 
     config = WorkerConfig(pipeline=args.pipeline, phase=args.phase, keep_blocked=args.keep_blocked)
     chunks = iter_chunks(source, max_line_bytes=args.max_line_size)
@@ -72,7 +72,7 @@ def _consume(
     args: argparse.Namespace, console: Console, sink: IO[str], stats: RunStats, lines: list[LineResult]
 ) -> int | None:
     """Write and count one chunk's results, as the single-process run does line by line."""
-    from procflow.cli.console import EXIT_FAILED, fail, warn
+    from procflow._cli.console import EXIT_FAILED, fail, warn
 
     where = "<stdin>" if args.input == "-" else args.input
     with sigint_deferred():
@@ -105,7 +105,7 @@ def _done(stats: RunStats) -> str:
 def _progress(console: Console, args: argparse.Namespace, source: IO[bytes]) -> Progress:
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    from procflow.cli._run_io import input_size
+    from procflow._cli._run_io import input_size
 
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),

@@ -4,7 +4,7 @@ The parent reads raw lines (the ``--max-line-size`` check happens there, so no o
 held or sent), groups them into chunks and hands each chunk to a process pool (``forkserver`` where
 the platform has it, else ``spawn``). Each worker loads the pipeline from its reference once and
 parses, processes and serialises its lines; the parent writes the lines in input order (or as chunks
-finish, with ``--unordered``) and counts them with the same :class:`~procflow.cli.summary.RunStats`
+finish, with ``--unordered``) and counts them with the same :class:`~procflow._cli.summary.RunStats`
 as a single-process run, so the summary and the report are the same. Workers ignore SIGINT: Ctrl-C
 reaches the parent, which stops the pool; only whole chunks of whole lines are ever written.
 """
@@ -88,7 +88,7 @@ def cpu_count() -> int:
 
 def iter_chunks(stream: IO[bytes], *, max_line_bytes: int) -> Iterator[Chunk]:
     """Group the raw lines of ``stream`` into chunks of at most :data:`CHUNK_LINES` lines."""
-    from procflow.cli.jsonl import read_raw_lines
+    from procflow._cli.jsonl import read_raw_lines
 
     lines: list[tuple[int, bytes | None, str | None]] = []
     size = 0
@@ -113,7 +113,7 @@ def start_pool(workers: int) -> futures.ProcessPoolExecutor:
     return futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_sigint)
 
 
-_PRELOAD = ("procflow._scale._workers", "procflow.cli._run_job", "procflow.cli.defaults")
+_PRELOAD = ("procflow._scale._workers", "procflow._cli._run_job", "procflow._cli.defaults")
 
 
 def stop_pool(pool: futures.ProcessPoolExecutor) -> None:
@@ -151,8 +151,8 @@ def process_chunk(config: WorkerConfig, chunk: Chunk) -> list[LineResult]:
     """In a worker: parse, process and serialise every line of ``chunk`` (the pipeline built once)."""
     processor = _PROCESSORS.get(config)
     if processor is None:
-        from procflow.cli.loading import load_pipeline
-        from procflow.cli.processing import ConversationProcessor
+        from procflow._cli.loading import load_pipeline
+        from procflow._cli.processing import ConversationProcessor
 
         processor = ConversationProcessor(load_pipeline(config.pipeline), phase=config.phase)  # type: ignore[arg-type]
         _PROCESSORS[config] = processor
@@ -160,7 +160,7 @@ def process_chunk(config: WorkerConfig, chunk: Chunk) -> list[LineResult]:
 
 
 async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> list[LineResult]:
-    from procflow.cli.jsonl import parse_line
+    from procflow._cli.jsonl import parse_line
 
     results: list[LineResult] = []
     for number, raw, problem in chunk.lines:
@@ -183,10 +183,10 @@ async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> 
 async def process_one(
     config: WorkerConfig, processor: Any, conversation: Any
 ) -> tuple[Literal["ok", "error"], Any]:
-    from procflow.cli._run_job import record_of
-    from procflow.cli.chat_format import ConversationFormatError
-    from procflow.cli.console import describe_exception
-    from procflow.cli.jsonl import JsonlWriter
+    from procflow._chat.format import ConversationFormatError
+    from procflow._cli._run_job import record_of
+    from procflow._cli.console import describe_exception
+    from procflow._cli.jsonl import JsonlWriter
 
     try:
         outcome = await processor.process(conversation)

@@ -5,6 +5,7 @@
 are JSON (or msgpack) data, and a backend failure is a :class:`~procflow.errors.CacheError`.
 """
 
+from procflow._public import publish as _publish
 from procflow.cache._codec import Serializer
 from procflow.cache._counters import CounterStore, InMemoryCounterStore, RedisCounterStore
 from procflow.cache._memory import InMemoryServerCache
@@ -21,3 +22,5 @@ __all__ = [
     "Serializer",
     "ServerCache",
 ]
+
+_publish(__name__, globals(), __all__)

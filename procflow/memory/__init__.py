@@ -6,6 +6,8 @@ request context under :data:`RESOURCE_ID_KEY` (the thread id under :data:`THREAD
 processors — the response cache's default scope among them — read it.
 """
 
+from procflow._messages.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY
+from procflow._public import publish as _publish
 from procflow.memory._embedder import Embedder, OpenAIEmbedder
 from procflow.memory._history import MESSAGE_HISTORY_ID, MessageHistory
 from procflow.memory._memory import Memory, SemanticRecallConfig, WorkingMemoryConfig
@@ -21,7 +23,6 @@ from procflow.memory._working import (
     WORKING_MEMORY_TAG,
     WorkingMemory,
 )
-from procflow.messages.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY
 
 MEMORY_PROCESSOR_IDS = (WORKING_MEMORY_ID, MESSAGE_HISTORY_ID, SEMANTIC_RECALL_ID)
 """The ids of memory's processors, in their input order."""
@@ -55,3 +56,5 @@ __all__ = [
     "WorkingMemoryConfig",
     "WorkingMemoryUpdate",
 ]
+
+_publish(__name__, globals(), __all__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from procflow.errors import ConfigurationError
 from procflow.memory._storage import MemoryStorage, Turn
 from procflow.memory._turn import pending_turn, resource_of, thread_of, turn_messages
-from procflow.processors.args import ProcessInputArgs, ProcessOutputResultArgs
+from procflow.processors._args import ProcessInputArgs, ProcessOutputResultArgs
 
 __all__ = ["MESSAGE_HISTORY_ID", "MessageHistory"]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from procflow._messages.request_context import RequestContext
 from procflow.errors import ConfigurationError
 from procflow.memory._embedder import Embedder
 from procflow.memory._history import MessageHistory
@@ -15,7 +16,6 @@ from procflow.memory._semantic import SemanticRecall
 from procflow.memory._storage import MemoryStorage, Scope
 from procflow.memory._turn import TURN_KEY, PendingTurn, thread_of
 from procflow.memory._working import DEFAULT_WORKING_MEMORY_TEMPLATE, WorkingMemory
-from procflow.messages.request_context import RequestContext
 
 __all__ = ["Memory", "SemanticRecallConfig", "WorkingMemoryConfig"]
 

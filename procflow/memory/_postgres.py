@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from procflow._logging import log
+from procflow._messages.message import Message
 from procflow.errors import ConfigurationError, MemoryStorageError
 from procflow.memory._storage import Scope, StoredThread, Turn, VectorHit, load_message, message_row
-from procflow.messages.message import Message
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

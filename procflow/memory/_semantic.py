@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from procflow._messages.message import Message
 from procflow.errors import ConfigurationError
 from procflow.memory._embedder import Embedder
 from procflow.memory._storage import MemoryStorage, Scope, VectorHit
 from procflow.memory._turn import pending_turn, resource_of, thread_of, turn_messages
-from procflow.messages.message import Message
-from procflow.processors.args import ProcessInputStepArgs, ProcessOutputResultArgs
+from procflow.processors._args import ProcessInputStepArgs, ProcessOutputResultArgs
 
 __all__ = ["SEMANTIC_RECALL_ID", "SEMANTIC_RECALL_TAG", "SemanticRecall"]
 

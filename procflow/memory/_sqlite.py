@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from procflow._logging import log
+from procflow._messages.message import Message
 from procflow.errors import MemoryStorageError
 from procflow.memory._sqlite_schema import SCHEMA_VERSION, migrate
 from procflow.memory._storage import (
@@ -25,7 +26,6 @@ from procflow.memory._storage import (
     load_message,
     message_row,
 )
-from procflow.messages.message import Message
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStorage"]
 

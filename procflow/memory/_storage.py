@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from procflow.messages.message import Message
+from procflow._messages.message import Message
 
 __all__ = [
     "MemoryStorage",

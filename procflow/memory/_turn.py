@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from procflow._messages.message import Message
+from procflow._messages.message_list import MessageList
+from procflow._messages.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from procflow.errors import ConfigurationError
 from procflow.memory._storage import WorkingMemoryUpdate
-from procflow.messages.message import Message
-from procflow.messages.message_list import MessageList
-from procflow.messages.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 
 __all__ = ["TURN_KEY", "PendingTurn", "pending_turn", "resource_of", "thread_of", "turn_messages"]
 

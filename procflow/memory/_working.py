@@ -6,12 +6,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from procflow._messages.request_context import RequestContext
+from procflow._tools._tool import Tool, ToolContext
 from procflow.errors import ConfigurationError
 from procflow.memory._storage import MemoryStorage, Scope, WorkingMemoryUpdate
 from procflow.memory._turn import pending_turn, resource_of, thread_of
-from procflow.messages.request_context import RequestContext
-from procflow.processors.args import ProcessInputArgs, ProcessInputStepArgs, ProcessInputStepResult
-from procflow.tools.tool import Tool, ToolContext
+from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, ProcessInputStepResult
 
 __all__ = [
     "DEFAULT_WORKING_MEMORY_TEMPLATE",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from procflow._messages.chunk import Chunk
+from procflow._messages.results import FinishReason, Usage
 from procflow.errors import APIConnectionError, InvalidResponseError
-from procflow.messages.chunk import Chunk
-from procflow.messages.results import FinishReason, Usage
 from procflow.models._anthropic_wire import stop_reason, usage_from
 from procflow.models._errors import (
     api_error_from_body,

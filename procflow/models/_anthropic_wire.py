@@ -6,9 +6,8 @@ import base64
 import json
 from typing import Any, assert_never
 
-from procflow.errors import ConfigurationError, InvalidResponseError
-from procflow.messages._tool_json import tool_result_text
-from procflow.messages.prompt import (
+from procflow._messages._tool_json import tool_result_text
+from procflow._messages.prompt import (
     PromptFile,
     PromptMessage,
     PromptReasoning,
@@ -16,8 +15,9 @@ from procflow.messages.prompt import (
     PromptToolCall,
     PromptToolResult,
 )
-from procflow.messages.results import FinishReason, ToolCall, Usage
-from procflow.models.base import ModelRequest, ModelResponse
+from procflow._messages.results import FinishReason, ToolCall, Usage
+from procflow.errors import ConfigurationError, InvalidResponseError
+from procflow.models._base import ModelRequest, ModelResponse
 
 __all__ = ["build_body", "parse_response", "stop_reason", "usage_from"]
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from procflow._error_rules import kind_for_status, parse_retry_after
 from procflow._logging import log
 from procflow.errors import (
     APICallError,
@@ -21,8 +22,6 @@ from procflow.errors import (
     APIStatusError,
     APITimeoutError,
     InvalidResponseError,
-    kind_for_status,
-    parse_retry_after,
 )
 
 T = TypeVar("T")

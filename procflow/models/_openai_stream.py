@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from procflow._messages.chunk import Chunk
+from procflow._messages.results import FinishReason, Usage
 from procflow.errors import APIConnectionError, InvalidResponseError
-from procflow.messages.chunk import Chunk
-from procflow.messages.results import FinishReason, Usage
 from procflow.models._errors import (
     api_error_from_body,
     describe_error,

@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
-from procflow.errors import ConfigurationError, InvalidResponseError
-from procflow.messages._tool_json import tool_args_text, tool_result_text
-from procflow.messages.prompt import (
+from procflow._messages._tool_json import tool_args_text, tool_result_text
+from procflow._messages.prompt import (
     PromptFile,
     PromptMessage,
     PromptText,
     PromptToolCall,
     PromptToolResult,
 )
-from procflow.messages.results import FinishReason, ToolCall, Usage
+from procflow._messages.results import FinishReason, ToolCall, Usage
+from procflow.errors import ConfigurationError, InvalidResponseError
+from procflow.models._base import ModelRequest, ModelResponse
 from procflow.models._errors import parse_args, parse_partial_args
-from procflow.models.base import ModelRequest, ModelResponse
 
 __all__ = ["build_body", "finish_reason", "parse_response", "usage_from"]
 

@@ -1,7 +1,34 @@
-"""Layer 1: the processor protocol, the typed hook arguments and results, and the built-in processors."""
+"""Layer 1: the processor protocol, the typed hook arguments and results, and the built-in processors.
 
+A processor is any object with an ``id`` and one or more hooks (``process_input``,
+``process_output_stream``, …); the hook arguments (``ProcessInputArgs``, …) and results are typed here.
+Built-ins: normalising (``UnicodeNormalizer``), limiting (``TokenLimiter``), redacting and blocking
+(``RegexFilterProcessor``), tool traffic (``ToolCallFilter``, ``ToolSearchProcessor``), provider quirks
+(``ProviderHistoryCompat``, ``PrefillErrorHandler``, ``BatchPartsProcessor``), retries
+(``StreamErrorRetryProcessor``), the response cache and cost guard, and the LLM-backed guards.
+"""
+
+from procflow._messages.request_context import JUDGE_USAGE_KEY, STRUCTURED_OUTPUT_KEY
+from procflow._public import publish as _publish
+from procflow.processors._args import (
+    ProcessAPIErrorArgs,
+    ProcessAPIErrorResult,
+    ProcessInputArgs,
+    ProcessInputResult,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+    ProcessLLMRequestArgs,
+    ProcessLLMRequestResult,
+    ProcessLLMResponseArgs,
+    ProcessOutputResultArgs,
+    ProcessOutputStepArgs,
+    ProcessOutputStreamArgs,
+)
+from procflow.processors._base import Processor, ProcessorBase, ProcessorViolation
+from procflow.processors._batch_parts import BatchPartsProcessor
 from procflow.processors._cache_key import ModelIdentity, ResponseCacheKeyInputs
-from procflow.processors._cost_guard import CostGuardProcessor, CostScope, CostStrategy
+from procflow.processors._compat_rules import CompatRule
+from procflow.processors._cost_guard import CostGuardProcessor
 from procflow.processors._guards import (
     DEFAULT_GUARD_MODEL,
     JudgeUsage,
@@ -12,101 +39,37 @@ from procflow.processors._guards import (
     StructuredOutputProcessor,
     SystemPromptScrubber,
 )
+from procflow.processors._prefill_error_handler import PrefillErrorHandler
 from procflow.processors._prices import DEFAULT_MODEL_PRICES, ModelPrice
+from procflow.processors._provider_history_compat import ProviderHistoryCompat
 from procflow.processors._regex_filter import (
     RegexFilterProcessor,
-    RegexPhase,
-    RegexPreset,
-    RegexRedaction,
     RegexRedactionDetail,
     RegexRule,
-    RegexStrategy,
-    RegexStreamRedactor,
 )
 from procflow.processors._response_cache import (
     RESPONSE_CACHE_CONTEXT_KEY,
-    CacheKey,
-    KeyFunction,
     ResponseCache,
     build_response_cache_key,
 )
-from procflow.processors._token_stream import truncate_to_tokens
+from procflow.processors._stream_error_retry import StreamErrorRetryProcessor
+from procflow.processors._token_limiter import TokenLimiter
 from procflow.processors._tokens import TiktokenCounter, TokenCounter
-from procflow.processors.args import (
-    MessagesResult,
-    ProcessAPIErrorArgs,
-    ProcessAPIErrorResult,
-    ProcessInputArgs,
-    ProcessInputResult,
-    ProcessInputStepArgs,
-    ProcessInputStepResult,
-    ProcessLLMRequestArgs,
-    ProcessLLMRequestResult,
-    ProcessLLMResponseArgs,
-    ProcessorArgs,
-    ProcessOutputResultArgs,
-    ProcessOutputStepArgs,
-    ProcessOutputStreamArgs,
-    StreamResult,
-)
-from procflow.processors.base import (
-    HOOK_NAMES,
-    AbortFn,
-    HookName,
-    Processor,
-    ProcessorBase,
-    ProcessorViolation,
-    SignalSender,
-    ViolationCallback,
-    make_abort,
-    notify_violation,
-)
-from procflow.processors.batch_parts import BatchPartsProcessor
-from procflow.processors.compat_rules import DEFAULT_COMPAT_RULES, CompatRule, MessageMend, PromptRewrite
-from procflow.processors.prefill_error_handler import PrefillErrorHandler
-from procflow.processors.provider_history_compat import ProviderHistoryCompat
-from procflow.processors.stream_error_retry import (
-    ErrorMatcher,
-    StreamErrorRetryProcessor,
-    TransientKind,
-    is_auth_error,
-    transient_kind,
-)
-from procflow.processors.token_limiter import TOKEN_LIMIT_REACHED_CHUNK, MemoryTrimCallback, TokenLimiter
-from procflow.processors.tool_call_filter import ToolCallFilter
-from procflow.processors.tool_search import (
-    DEFAULT_TOOL_SEARCH_INSTRUCTIONS,
-    LOAD_TOOL,
-    SEARCH_TOOLS,
-    ToolSearchProcessor,
-)
-from procflow.processors.unicode_normalizer import UnicodeNormalizer
+from procflow.processors._tool_call_filter import ToolCallFilter
+from procflow.processors._tool_search import ToolSearchProcessor
+from procflow.processors._unicode_normalizer import UnicodeNormalizer
 
 __all__ = [
-    "DEFAULT_COMPAT_RULES",
     "DEFAULT_GUARD_MODEL",
     "DEFAULT_MODEL_PRICES",
-    "DEFAULT_TOOL_SEARCH_INSTRUCTIONS",
-    "HOOK_NAMES",
-    "LOAD_TOOL",
+    "JUDGE_USAGE_KEY",
     "RESPONSE_CACHE_CONTEXT_KEY",
-    "SEARCH_TOOLS",
-    "TOKEN_LIMIT_REACHED_CHUNK",
-    "AbortFn",
+    "STRUCTURED_OUTPUT_KEY",
     "BatchPartsProcessor",
-    "CacheKey",
     "CompatRule",
     "CostGuardProcessor",
-    "CostScope",
-    "CostStrategy",
-    "ErrorMatcher",
-    "HookName",
     "JudgeUsage",
-    "KeyFunction",
     "LanguageDetector",
-    "MemoryTrimCallback",
-    "MessageMend",
-    "MessagesResult",
     "ModelIdentity",
     "ModelPrice",
     "ModerationProcessor",
@@ -125,25 +88,16 @@ __all__ = [
     "ProcessOutputStepArgs",
     "ProcessOutputStreamArgs",
     "Processor",
-    "ProcessorArgs",
     "ProcessorBase",
     "ProcessorViolation",
     "PromptInjectionDetector",
-    "PromptRewrite",
     "ProviderHistoryCompat",
     "RegexFilterProcessor",
-    "RegexPhase",
-    "RegexPreset",
-    "RegexRedaction",
     "RegexRedactionDetail",
     "RegexRule",
-    "RegexStrategy",
-    "RegexStreamRedactor",
     "ResponseCache",
     "ResponseCacheKeyInputs",
-    "SignalSender",
     "StreamErrorRetryProcessor",
-    "StreamResult",
     "StructuredOutputProcessor",
     "SystemPromptScrubber",
     "TiktokenCounter",
@@ -151,13 +105,8 @@ __all__ = [
     "TokenLimiter",
     "ToolCallFilter",
     "ToolSearchProcessor",
-    "TransientKind",
     "UnicodeNormalizer",
-    "ViolationCallback",
     "build_response_cache_key",
-    "is_auth_error",
-    "make_abort",
-    "notify_violation",
-    "transient_kind",
-    "truncate_to_tokens",
 ]
+
+_publish(__name__, globals(), __all__)

@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from procflow._logging import log
+from procflow._messages.request_context import JUDGE_USAGE_KEY
+from procflow._messages.results import Usage
 from procflow.cache import CounterStore, InMemoryCounterStore
 from procflow.errors import CacheError, ConfigurationError
-from procflow.messages.request_context import JUDGE_USAGE_KEY
-from procflow.messages.results import Usage
+from procflow.processors._args import ProcessLLMRequestArgs, ProcessLLMResponseArgs, ProcessorArgs
+from procflow.processors._base import ProcessorViolation, ViolationCallback, notify_violation
 from procflow.processors._prices import DEFAULT_MODEL_PRICES, ModelPrice, find_price
-from procflow.processors.args import ProcessLLMRequestArgs, ProcessLLMResponseArgs, ProcessorArgs
-from procflow.processors.base import ProcessorViolation, ViolationCallback, notify_violation
 
 __all__ = ["CostGuardProcessor", "CostScope", "CostStrategy", "parse_window"]
 

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from procflow.messages._to_prompt import message_to_prompt
-from procflow.messages._tool_json import tool_args_text, tool_result_text
-from procflow.messages.message import Message
-from procflow.messages.message_list import MessageList
-from procflow.messages.prompt import (
+from procflow._messages._to_prompt import message_to_prompt
+from procflow._messages._tool_json import tool_args_text, tool_result_text
+from procflow._messages.message import Message
+from procflow._messages.message_list import MessageList
+from procflow._messages.prompt import (
     Prompt,
     PromptFile,
     PromptMessage,
@@ -29,7 +29,7 @@ from procflow.messages.prompt import (
 from procflow.processors._tokens import TokenCounter, count_checked
 
 if TYPE_CHECKING:
-    from procflow.tools.tool import Tool
+    from procflow._tools._tool import Tool
 
 __all__ = ["PromptCosts", "TrimPlan", "memory_ids", "plan_trim"]
 
@@ -43,7 +43,7 @@ class PromptCosts:
     A message costs ``message_overhead`` (the provider's framing) plus its role's tokens plus its parts'.
     A text or reasoning part costs its text's tokens; a tool call its name and JSON arguments; a tool
     result its text or JSON — serialised by the functions the provider wires send them with
-    (``procflow.messages._tool_json``), so the count is of the text sent; a file or image
+    (``procflow._messages._tool_json``), so the count is of the text sent; a file or image
     ``file_tokens``. Costs are cached by the text counted, so a message repeated on every step of a run
     is counted once.
     """

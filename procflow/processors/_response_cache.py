@@ -18,14 +18,14 @@ from typing import Any, TypeAlias
 import anyio
 
 from procflow._logging import is_tracing, log
+from procflow._messages.chunk import Chunk
+from procflow._messages.request_context import RequestContext
+from procflow._messages.results import OutputResult, ToolResult
 from procflow.cache import InMemoryServerCache, ServerCache
 from procflow.errors import CacheError, ConfigurationError
-from procflow.messages.chunk import Chunk
-from procflow.messages.request_context import RequestContext
-from procflow.messages.results import OutputResult, ToolResult
+from procflow.processors._args import ProcessLLMRequestArgs, ProcessLLMRequestResult, ProcessLLMResponseArgs
+from procflow.processors._base import ViolationCallback
 from procflow.processors._cache_key import ModelIdentity, ResponseCacheKeyInputs, build_key
-from procflow.processors.args import ProcessLLMRequestArgs, ProcessLLMRequestResult, ProcessLLMResponseArgs
-from procflow.processors.base import ViolationCallback
 
 __all__ = [
     "RESPONSE_CACHE_CONTEXT_KEY",

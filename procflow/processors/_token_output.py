@@ -5,16 +5,16 @@ See :class:`procflow.processors.TokenLimiter` for the behaviour and ``_token_str
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import anyio.to_thread
 
-from procflow.messages.chunk import Chunk
-from procflow.messages.message import Message
-from procflow.messages.parts import Part, TextPart
+from procflow._messages.chunk import Chunk
+from procflow._messages.message import Message
+from procflow._messages.parts import Part, TextPart
+from procflow.processors._args import ProcessOutputResultArgs, ProcessOutputStreamArgs, StreamResult
 from procflow.processors._token_stream import PrefixBudget, truncate_to_tokens
 from procflow.processors._tokens import TiktokenCounter, TokenCounter, count_checked
-from procflow.processors.args import ProcessOutputResultArgs, ProcessOutputStreamArgs, StreamResult
 
 __all__ = ["TOKEN_LIMIT_REACHED_CHUNK", "OutputLimiting"]
 
@@ -25,6 +25,9 @@ TOKEN_LIMIT_REACHED_CHUNK = "data-token-limit-reached"
 class OutputLimiting:
     """The output hooks of :class:`~procflow.processors.TokenLimiter` (a mixin; it sets the attributes)."""
 
+    LIMIT_REACHED_CHUNK: ClassVar[str] = TOKEN_LIMIT_REACHED_CHUNK
+    """The type of the transient chunk (``data-token-limit-reached``) a truncating limiter emits once."""
+
     limit: int
     counter: TokenCounter
     strategy: Literal["truncate", "abort"]
@@ -33,6 +36,11 @@ class OutputLimiting:
     def count(self, text: str) -> int:
         """Return the tokens of ``text`` with this limiter's counter."""
         return count_checked(self.counter, text)
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """Return the longest prefix of ``text`` with at most ``max_tokens`` tokens by this limiter's
+        counter, cut between grapheme clusters (never half an emoji or a combining sequence)."""
+        return truncate_to_tokens(self.counter, text, max_tokens)
 
     async def _ready(self) -> None:
         """Load the default encoding in a worker thread, so its one-off load never blocks the loop."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from procflow.messages._tool_json import tool_result_text
-from procflow.messages.message_list import MessageList
-from procflow.messages.parts import StepStartPart, ToolInvocationPart
-from procflow.messages.results import StepResult
+from procflow._messages._tool_json import tool_result_text
+from procflow._messages.message_list import MessageList
+from procflow._messages.parts import StepStartPart, ToolInvocationPart
+from procflow._messages.results import StepResult
 
 __all__ = ["current_run_tool_steps", "to_text"]
 
@@ -15,7 +15,7 @@ __all__ = ["current_run_tool_steps", "to_text"]
 def to_text(value: Any) -> str:
     """A tool's arguments or result as the model reads it: strings as they are, anything else as JSON.
 
-    The wire's own serialiser (:func:`procflow.messages._tool_json.tool_result_text`), so what is counted
+    The wire's own serialiser (:func:`procflow._messages._tool_json.tool_result_text`), so what is counted
     is what is sent.
     """
     return tool_result_text(value)

@@ -4,6 +4,7 @@ Build the app with :func:`create_app` from a :class:`GatewayConfig` and serve it
 (``procflow serve`` uses uvicorn). Needs the ``server`` extra: ``pip install 'procflow[server]'``.
 """
 
+from procflow._public import publish as _publish
 from procflow.server._app import Gateway, create_app
 from procflow.server._background import serve_in_background
 from procflow.server._config import GatewayConfig, TripwireResponse, load_api_keys, resolve_upstream
@@ -21,3 +22,5 @@ __all__ = [
     "resolve_upstream",
     "serve_in_background",
 ]
+
+_publish(__name__, globals(), __all__)

@@ -23,11 +23,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from procflow.agent import Agent
-from procflow.cli.chat_format import ConversationFormatError, parse_conversation
-from procflow.cli.violations import redaction_rules
+from procflow._agent import Agent
+from procflow._chat.format import ConversationFormatError, parse_conversation
+from procflow._chat.violations import redaction_rules
+from procflow._messages import RESOURCE_ID_KEY, Chunk, TripwireInfo, new_id
 from procflow.errors import APICallError
-from procflow.messages import RESOURCE_ID_KEY, Chunk, TripwireInfo, new_id
 from procflow.processors import ProcessInputStepArgs, ProcessInputStepResult, ProcessorViolation
 from procflow.server._config import GatewayConfig
 from procflow.server._metrics import GatewayMetrics
@@ -327,7 +327,7 @@ class _StreamState:
             text = chunk.payload.get("text") or ""
             return self.emit(self.event(delta={"content": text})) if text else []
         if kind == "tool-call":
-            from procflow.messages import ToolCall
+            from procflow._messages import ToolCall
 
             call = ToolCall(
                 chunk.payload["tool_call_id"], chunk.payload["tool_name"], chunk.payload.get("args") or {}

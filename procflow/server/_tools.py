@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from procflow.tools import Tool, ToolSpec
+from procflow._tools import Tool, ToolSpec
 
 __all__ = ["client_tools"]
 

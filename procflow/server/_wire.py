@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from procflow.messages import FinishReason, ToolCall, TripwireInfo, Usage
-from procflow.messages._tool_json import tool_args_text
+from procflow._messages import FinishReason, ToolCall, TripwireInfo, Usage
+from procflow._messages._tool_json import tool_args_text
 
 __all__ = [
     "TRIPWIRE_ERROR_CODE",

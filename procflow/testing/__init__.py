@@ -1,8 +1,8 @@
 """Helpers for users' tests: run one processor hook alone, a scripted model, a fake provider server."""
 
-from procflow.testing.fake_provider import FakeProviderServer, FakeReply, FakeToolCall, RecordedRequest
-from procflow.testing.processors import (
-    HookOutcome,
+from procflow._public import publish as _publish
+from procflow.testing._fake_provider import FakeProviderServer, FakeReply, FakeToolCall, RecordedRequest
+from procflow.testing._processors import (
     run_api_error,
     run_input,
     run_input_step,
@@ -11,16 +11,14 @@ from procflow.testing.processors import (
     run_output_step,
     run_output_stream,
 )
-from procflow.testing.scripted import ScriptedModel, ScriptedStep, ScriptExhaustedError, ScriptItem
+from procflow.testing._scripted import ScriptedModel, ScriptedStep, ScriptExhaustedError
 
 __all__ = [
     "FakeProviderServer",
     "FakeReply",
     "FakeToolCall",
-    "HookOutcome",
     "RecordedRequest",
     "ScriptExhaustedError",
-    "ScriptItem",
     "ScriptedModel",
     "ScriptedStep",
     "run_api_error",
@@ -31,3 +29,5 @@ __all__ = [
     "run_output_step",
     "run_output_stream",
 ]
+
+_publish(__name__, globals(), __all__)

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from procflow.testing._fake_reply import FakeReply, RecordedRequest
 from procflow.testing._fake_wire import (
     MALFORMED_EVENT,
     WireProtocol,
@@ -19,7 +20,6 @@ from procflow.testing._fake_wire import (
     render_events,
     stream_error_event,
 )
-from procflow.testing.fake_reply import FakeReply, RecordedRequest
 
 __all__ = ["EMBEDDING_DIMENSIONS", "FakeProviderApp", "fake_embedding"]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from procflow.testing.fake_reply import FakeReply
+    from procflow.testing._fake_reply import FakeReply
 
 __all__ = ["SSEEvent", "WireProtocol", "error_body", "render_body", "render_events", "stream_error_event"]
 

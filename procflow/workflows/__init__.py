@@ -6,43 +6,30 @@
 processor. See ``docs/concepts/workflows.md``.
 """
 
-from procflow.engine.plan import BranchOutputs
-from procflow.engine.records import RunStatus, StepRecord, StepStatus, WorkflowEvent, WorkflowResult
-from procflow.engine.retry import RetryPolicy
-from procflow.engine.run_state import StepContext
-from procflow.engine.watch import WorkflowWatch
-from procflow.workflows.builder import Condition, MapFn, StepLike, WorkflowBuilder, create_workflow
-from procflow.workflows.processor_data import ProcessorPhase, ProcessorStepData, ProcessorStepSchema
-from procflow.workflows.selection import BranchMerge, Selection, merge_branches, select
-from procflow.workflows.steps import ExecuteFn, FunctionStep, ProcessorStep, Step, create_step
-from procflow.workflows.workflow import Workflow
+from procflow._engine.plan import BranchOutputs
+from procflow._engine.records import WorkflowResult
+from procflow._engine.retry import RetryPolicy
+from procflow._engine.run_state import StepContext
+from procflow._public import publish as _publish
+from procflow.workflows._builder import create_workflow
+from procflow.workflows._processor_data import ProcessorStepSchema
+from procflow.workflows._selection import merge_branches, select
+from procflow.workflows._steps import FunctionStep, Step, create_step
+from procflow.workflows._workflow import Workflow
 
 __all__ = [
-    "BranchMerge",
     "BranchOutputs",
-    "Condition",
-    "ExecuteFn",
     "FunctionStep",
-    "MapFn",
-    "ProcessorPhase",
-    "ProcessorStep",
-    "ProcessorStepData",
     "ProcessorStepSchema",
     "RetryPolicy",
-    "RunStatus",
-    "Selection",
     "Step",
     "StepContext",
-    "StepLike",
-    "StepRecord",
-    "StepStatus",
     "Workflow",
-    "WorkflowBuilder",
-    "WorkflowEvent",
     "WorkflowResult",
-    "WorkflowWatch",
     "create_step",
     "create_workflow",
     "merge_branches",
     "select",
 ]
+
+_publish(__name__, globals(), __all__)

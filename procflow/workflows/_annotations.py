@@ -14,8 +14,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, get_args, get_origin, get_type_hints
 
-from procflow.engine.run_state import StepContext
-from procflow.engine.schemas import accepts, schema_name
+from procflow._engine.run_state import StepContext
+from procflow._engine.schemas import accepts, schema_name
 from procflow.errors import WorkflowDefinitionError
 
 __all__ = ["annotated_schemas", "resolve_schemas"]

@@ -1,6 +1,6 @@
 """A processor workflow as a processor: an adapter over its plan, one hook per phase its steps implement.
 
-Each message-phase hook builds the phase-tagged :class:`ProcessorStepData` over the live request, runs
+Each message-phase hook builds the phase-tagged :class:`ProcessorStepSchema` over the live request, runs
 the plan and hands the outcome back the way a plain processor's return value is applied — in all eight
 phases, the LLM request/response and API-error ones included. The workflow's own per-request ``state``
 *is* the state of its inner processors: one dict per inner processor id, kept for the whole request, so
@@ -10,11 +10,11 @@ fired, ``processor_id`` set); it is re-raised as is, so the agent emits the same
 ``result.tripwire`` as for the plain processor.
 
 When the plan holds only processor steps, selections and such nested workflows and tracing is off, no
-user code can read step records, so the plan runs lean (:func:`procflow.engine.executor.run_lean`):
+user code can read step records, so the plan runs lean (:func:`procflow._engine.executor.run_lean`):
 the same stages, runs of processor steps fused into one phase runner, no records or events.
 
 The stream phase never runs the plan per chunk: the plan's stages are compiled once into stream parts
-(:func:`procflow.engine._stages.stream_chain`), and ``open_output_stream`` opens them per stream.
+(:func:`procflow._engine._stages.stream_chain`), and ``open_output_stream`` opens them per stream.
 """
 
 from __future__ import annotations
@@ -22,22 +22,22 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from procflow._engine._stages import stream_chain
+from procflow._engine._stream_parts import StreamChain, StreamEnv
+from procflow._engine.context import RunContext
+from procflow._engine.executor import execute_plan, run_lean
+from procflow._engine.graph import iter_processors
+from procflow._engine.pipeline import processor_id_of
+from procflow._engine.plan import PlanNode, WorkflowPlan
+from procflow._engine.run_state import RunState
+from procflow._engine.runner import StepSettings
 from procflow._logging import is_tracing
-from procflow.engine._stages import stream_chain
-from procflow.engine._stream_parts import StreamChain, StreamEnv
-from procflow.engine.context import RunContext
-from procflow.engine.executor import execute_plan, run_lean
-from procflow.engine.graph import iter_processors
-from procflow.engine.pipeline import processor_id_of
-from procflow.engine.plan import PlanNode, WorkflowPlan
-from procflow.engine.run_state import RunState
-from procflow.engine.runner import StepSettings
+from procflow._messages.chunk import Chunk
+from procflow._messages.message import Message
+from procflow._messages.message_list import MessageList
+from procflow._messages.results import OutputResult, StepResult
 from procflow.errors import ConfigurationError, ProcessorResultError
-from procflow.messages.chunk import Chunk
-from procflow.messages.message import Message
-from procflow.messages.message_list import MessageList
-from procflow.messages.results import OutputResult, StepResult
-from procflow.processors.args import (
+from procflow.processors._args import (
     MessagesResult,
     ProcessAPIErrorArgs,
     ProcessAPIErrorResult,
@@ -52,7 +52,7 @@ from procflow.processors.args import (
     ProcessOutputStreamArgs,
     StreamResult,
 )
-from procflow.workflows.processor_data import PHASE_HOOKS, ProcessorPhase, ProcessorStepData, inner_context
+from procflow.workflows._processor_data import PHASE_HOOKS, ProcessorPhase, ProcessorStepSchema, inner_context
 
 __all__ = ["ProcessorAdapter"]
 
@@ -138,7 +138,7 @@ class ProcessorAdapter:
         self.process_data_parts = any(bool(getattr(p, "process_data_parts", False)) for p in processors)
         self._stream = stream_chain(plan.stages) if "output_stream" in self.phases else None
 
-    async def _run(self, data: ProcessorStepData, hook: str) -> ProcessorStepData:
+    async def _run(self, data: ProcessorStepSchema, hook: str) -> ProcessorStepSchema:
         plan = self.plan
         if plan.lean and not is_tracing():
             run = RunState(plan.id, request_context=data.context.request_context, lean=True)
@@ -148,7 +148,7 @@ class ProcessorAdapter:
             if result.error is not None:
                 raise result.error
             out = result.output
-        if not isinstance(out, ProcessorStepData):
+        if not isinstance(out, ProcessorStepSchema):
             raise ProcessorResultError(
                 self.id,
                 hook,
@@ -161,7 +161,7 @@ class ProcessorAdapter:
 
     async def _input(self, args: ProcessInputArgs) -> MessagesResult:
         ctx = inner_context(args)
-        out = await self._run(ProcessorStepData(phase="input", context=ctx), "process_input")
+        out = await self._run(ProcessorStepSchema(phase="input", context=ctx), "process_input")
         return _messages_result(out, args)
 
     async def _input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult:
@@ -173,7 +173,7 @@ class ProcessorAdapter:
             provider_options=dict(args.provider_options),
             steps=args.steps,
         )
-        data = ProcessorStepData(
+        data = ProcessorStepSchema(
             phase="input_step", context=inner_context(args), settings=settings, steps=args.steps
         )
         out = await self._run(data, "process_input_step")
@@ -193,7 +193,7 @@ class ProcessorAdapter:
         settings = StepSettings(
             step_number=args.step_number, model=args.model, tools=dict(args.tools), steps=args.steps
         )
-        data = ProcessorStepData(
+        data = ProcessorStepSchema(
             phase="llm_request",
             context=inner_context(args),
             settings=settings,
@@ -208,7 +208,7 @@ class ProcessorAdapter:
 
     async def _llm_response(self, args: ProcessLLMResponseArgs) -> None:
         settings = StepSettings(step_number=args.step_number, model=args.model, steps=args.steps)
-        data = ProcessorStepData(
+        data = ProcessorStepSchema(
             phase="llm_response",
             context=inner_context(args),
             settings=settings,
@@ -221,7 +221,7 @@ class ProcessorAdapter:
 
     async def _api_error(self, args: ProcessAPIErrorArgs) -> ProcessAPIErrorResult | None:
         settings = StepSettings(step_number=args.step_number, steps=args.steps)
-        data = ProcessorStepData(
+        data = ProcessorStepSchema(
             phase="api_error",
             context=inner_context(args),
             settings=settings,
@@ -240,13 +240,13 @@ class ProcessorAdapter:
             finish_reason=args.finish_reason,
             usage=args.usage,
         )
-        data = ProcessorStepData(
+        data = ProcessorStepSchema(
             phase="output_step", context=inner_context(args), step=step, steps=args.steps
         )
         return _messages_result(await self._run(data, "process_output_step"), args)
 
     async def _output_result(self, args: ProcessOutputResultArgs) -> MessagesResult:
-        data = ProcessorStepData(phase="output_result", context=inner_context(args), result=args.result)
+        data = ProcessorStepSchema(phase="output_result", context=inner_context(args), result=args.result)
         return _messages_result(await self._run(data, "process_output_result"), args)
 
     # -- stream phase ----------------------------------------------------------------------------
@@ -279,23 +279,23 @@ class ProcessorAdapter:
         return await self._output_stream(args)
 
 
-def _messages_result(out: ProcessorStepData, args: Any) -> MessagesResult:
+def _messages_result(out: ProcessorStepSchema, args: Any) -> MessagesResult:
     if out.message_list is args.message_list:
         return None
     return {"messages": out.messages, "system_messages": out.system_messages}
 
 
 def _wrap(env_ctx: Any) -> Any:
-    def wrap(items: list[Chunk]) -> ProcessorStepData:
-        return ProcessorStepData(phase="output_stream", context=env_ctx, chunks=items)
+    def wrap(items: list[Chunk]) -> ProcessorStepSchema:
+        return ProcessorStepSchema(phase="output_stream", context=env_ctx, chunks=items)
 
     return wrap
 
 
 def _unwrap(value: Any, node: PlanNode) -> list[Chunk]:
-    if not isinstance(value, ProcessorStepData):
+    if not isinstance(value, ProcessorStepSchema):
         raise ProcessorResultError(
-            node.id, "process_output_stream", f"returned a {type(value).__name__}; return ProcessorStepData"
+            node.id, "process_output_stream", f"returned a {type(value).__name__}; return ProcessorStepSchema"
         )
     return value.chunks
 

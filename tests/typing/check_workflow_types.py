@@ -10,25 +10,23 @@ from typing import Any, assert_type
 
 from pydantic import BaseModel
 
-from procflow.messages import Message
+from procflow import Message, Tool, tool
 from procflow.processors import ProcessInputArgs
-from procflow.tools import Tool, tool
 from procflow.workflows import (
     BranchOutputs,
     FunctionStep,
-    ProcessorStep,
-    ProcessorStepData,
     ProcessorStepSchema,
-    Selection,
     StepContext,
     Workflow,
-    WorkflowBuilder,
     WorkflowResult,
     create_step,
     create_workflow,
     merge_branches,
     select,
 )
+from procflow.workflows._builder import WorkflowBuilder
+from procflow.workflows._selection import Selection
+from procflow.workflows._steps import ProcessorStep
 
 
 class Order(BaseModel):
@@ -79,7 +77,7 @@ async def check_create_step_forms() -> None:
     assert_type(create_step(Redactor()), ProcessorStep)
     assert_type(create_step(total_cents), FunctionStep[Order, int])  # a step is returned as it is
     assert_type(await total_cents.run(Order(sku="mug", quantity=2)), int)
-    assert_type(await create_step(Redactor()).run(["hello"]), ProcessorStepData)
+    assert_type(await create_step(Redactor()).run(["hello"]), ProcessorStepSchema)
 
 
 async def check_builder_and_result() -> None:
@@ -136,8 +134,8 @@ async def check_processor_workflow() -> None:
         .map(merge_branches())
         .commit()
     )
-    assert_type(guards, Workflow[ProcessorStepData, ProcessorStepData])
-    assert_type(await guards.run(["hello"]), WorkflowResult[ProcessorStepData])
+    assert_type(guards, Workflow[ProcessorStepSchema, ProcessorStepSchema])
+    assert_type(await guards.run(["hello"]), WorkflowResult[ProcessorStepSchema])
 
 
 def check_untyped_builders_stay_any() -> None:

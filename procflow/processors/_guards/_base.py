@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from procflow.errors import ConfigurationError
+from procflow.processors._base import ProcessorViolation, notify_violation
 from procflow.processors._guards._judge import JudgeCache, JudgeFailure, OnError
-from procflow.processors.base import ProcessorViolation, notify_violation
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel

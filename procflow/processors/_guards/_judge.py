@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from procflow._messages import JUDGE_USAGE_KEY, RequestContext, Usage
+from procflow._messages.prompt import PromptMessage, PromptText
 from procflow.errors import ProcflowError
-from procflow.messages import JUDGE_USAGE_KEY, RequestContext, Usage
-from procflow.messages.prompt import PromptMessage, PromptText
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel, ModelRequest

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio.to_thread
 from pydantic import BaseModel
 
+from procflow._messages import Message
 from procflow.errors import ConfigurationError
-from procflow.messages import Message
+from procflow.processors._args import ProcessInputArgs
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import message_texts, replace_text, user_facing
-from procflow.processors.args import ProcessInputArgs
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel

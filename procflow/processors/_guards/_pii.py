@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from procflow.messages import Message
+from procflow._messages import Message
+from procflow.processors._args import ProcessInputArgs
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import message_texts, rewrite_texts, user_facing
 from procflow.processors._guards._windows import SentenceHolding
-from procflow.processors.args import ProcessInputArgs
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel

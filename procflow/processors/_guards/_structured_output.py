@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from procflow.messages import STRUCTURED_OUTPUT_KEY, Message
+from procflow._messages import STRUCTURED_OUTPUT_KEY, Message
+from procflow.processors._args import ProcessOutputResultArgs
 from procflow.processors._guards._base import GuardBase, check_choice
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError, extract_json
-from procflow.processors.args import ProcessOutputResultArgs
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel

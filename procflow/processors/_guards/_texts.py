@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from procflow.messages import Message
-from procflow.messages.parts import TextPart
+from procflow._messages import Message
+from procflow._messages.parts import TextPart
 
 __all__ = ["message_texts", "replace_text", "rewrite_texts", "user_facing"]
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from procflow.messages import Chunk
+from procflow._messages import Chunk
 
 __all__ = ["SENTENCE_END", "Segmenter", "SentenceHolding", "StreamWindow"]
 

@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from procflow.messages.chunk import Chunk
+from procflow._messages.chunk import Chunk
 from procflow.processors._regex_filter.match import Region
 from procflow.processors._regex_filter.stream import Release, StreamScanner
 

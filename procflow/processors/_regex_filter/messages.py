@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from procflow.messages.message import Message
-from procflow.messages.parts import TextPart, ToolInvocationPart
+from procflow._messages.message import Message
+from procflow._messages.parts import TextPart, ToolInvocationPart
 from procflow.processors._regex_filter.match import Hit, merge_hits
 from procflow.processors._regex_filter.report import (
     REDACTED_MATCH,

@@ -11,9 +11,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from procflow._logging import log
+from procflow._messages.chunk import Chunk
+from procflow._messages.message import Message
 from procflow.errors import ConfigurationError, PatternTimeoutError, StreamHoldLimitError
-from procflow.messages.chunk import Chunk
-from procflow.messages.message import Message
+from procflow.processors._args import (
+    ProcessInputArgs,
+    ProcessorArgs,
+    ProcessOutputResultArgs,
+    ProcessOutputStreamArgs,
+    StreamResult,
+)
+from procflow.processors._base import ProcessorViolation, ViolationCallback, notify_violation
 from procflow.processors._regex_filter.chunks import ChunkQueue
 from procflow.processors._regex_filter.match import Hit, merge_hits, scan_final
 from procflow.processors._regex_filter.messages import MessageCheck
@@ -43,14 +51,6 @@ from procflow.processors._regex_filter.stream import (
     Release,
     StreamScanner,
 )
-from procflow.processors.args import (
-    ProcessInputArgs,
-    ProcessorArgs,
-    ProcessOutputResultArgs,
-    ProcessOutputStreamArgs,
-    StreamResult,
-)
-from procflow.processors.base import ProcessorViolation, ViolationCallback, notify_violation
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -1,0 +1,5 @@
+"""``python -m procflow._cli``: the same as the ``procflow`` command."""
+
+from procflow._cli.app import main
+
+raise SystemExit(main())

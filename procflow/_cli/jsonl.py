@@ -1,0 +1,155 @@
+"""Reading conversations from JSONL with line numbers, and writing them back line by line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from procflow._chat.format import Conversation, ConversationFormatError, parse_conversation
+from procflow._chat.json_input import JsonInputError, decode_json
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "JsonlWriter",
+    "ReadItem",
+    "parse_line",
+    "read_conversations",
+    "read_raw_lines",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadItem:
+    """One non-blank input line: a conversation, or the error that line has.
+
+    Attributes:
+        line: The 1-based line number.
+        conversation: The parsed conversation, when the line is valid.
+        error: What is wrong with the line, when it is not.
+        offset: Bytes consumed so far (for progress reporting).
+    """
+
+    line: int
+    conversation: Conversation | None
+    error: ConversationFormatError | None
+    offset: int
+
+
+DEFAULT_MAX_LINE_BYTES = 10_000_000
+"""The longest line read (``--max-line-size``); longer lines are rejected without being parsed."""
+
+_SKIP_CHUNK = 1 << 20
+
+
+def read_conversations(
+    stream: IO[bytes], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[ReadItem]:
+    """Yield every non-blank line of ``stream`` as a conversation or a line-numbered error.
+
+    A line longer than ``max_line_bytes`` is read no further than the limit (the rest is skipped
+    unparsed) and yields a size error; no line is ever held in memory beyond the limit.
+    """
+    for number, raw, error, offset in read_raw_lines(stream, max_line_bytes=max_line_bytes):
+        if raw is None:
+            yield ReadItem(number, None, error, offset)
+        else:
+            yield ReadItem(number, *parse_line(raw, number), offset)
+
+
+def read_raw_lines(
+    stream: IO[bytes], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[tuple[int, bytes | None, ConversationFormatError | None, int]]:
+    """Yield ``(line number, raw bytes, None, offset)`` for every non-blank line, unparsed.
+
+    An over-long line yields ``(line number, None, size error, offset)`` instead (see
+    :func:`read_conversations`); :func:`parse_line` turns the bytes into a conversation.
+    """
+    offset = 0
+    number = 0
+    while raw := stream.readline(max_line_bytes + 1):
+        number += 1
+        offset += len(raw)
+        if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+            skipped, length = _skip_line(stream)
+            offset += skipped
+            length += len(raw)
+            error = ConversationFormatError(
+                f"the line is {length:,} bytes, over the limit of {max_line_bytes:,} bytes "
+                "(--max-line-size); it was not parsed",
+                line=number,
+            )
+            yield number, None, error, offset
+            continue
+        if not raw.strip():
+            continue
+        yield number, raw, None, offset
+
+
+def _skip_line(stream: IO[bytes]) -> tuple[int, int]:
+    """Read to the end of the current line in bounded pieces; return (bytes read, of them not newline)."""
+    skipped = 0
+    while piece := stream.readline(_SKIP_CHUNK):
+        skipped += len(piece)
+        if piece.endswith(b"\n"):
+            return skipped, skipped - 1
+    return skipped, skipped
+
+
+def parse_line(raw: bytes, number: int) -> tuple[Conversation | None, ConversationFormatError | None]:
+    """Parse one raw input line (line ``number``) into a conversation, or the error it has."""
+    try:
+        text = raw.rstrip(b"\r\n").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, ConversationFormatError(f"not UTF-8 text (byte {exc.start})", line=number)
+    try:
+        record: Any = decode_json(text)
+    except JsonInputError as exc:
+        return None, ConversationFormatError(exc.problem, line=number)
+    try:
+        return parse_conversation(record, line=number), None
+    except ConversationFormatError as exc:
+        return None, exc
+
+
+class JsonlWriter:
+    """Writes one JSON record per line and flushes it at once, so an interrupted run loses nothing."""
+
+    __slots__ = ("_stream", "written")
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.written = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Write ``record`` as one line and flush.
+
+        Raises:
+            ConversationFormatError: the record cannot be written as JSON in UTF-8 (a processor put a
+                non-finite number, a lone surrogate or a cycle into it); nothing is written then.
+        """
+        try:
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False, default=_plain) + "\n"
+            line.encode("utf-8")
+        except (ValueError, UnicodeEncodeError, RecursionError) as exc:
+            why = "a lone surrogate" if isinstance(exc, UnicodeEncodeError) else type(exc).__name__
+            raise ConversationFormatError(
+                f"the processed conversation cannot be written as JSON ({why})"
+            ) from None
+        self._stream.write(line)
+        self._stream.flush()
+        self.written += 1
+
+
+def _plain(value: Any) -> Any:
+    """JSON for what processors may put in metadata: pydantic models, dataclasses, sets; else its text."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
