@@ -12,7 +12,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from procflow._callables import is_async_callable
-from procflow.errors import ConfigurationError, ToolArgumentsError
+from procflow.errors import ConfigurationError, ToolArgumentsError, format_validation_error
 from procflow.messages.request_context import RequestContext
 from procflow.messages.writer import StreamWriter
 
@@ -78,10 +78,11 @@ class Tool:
         try:
             return self.input_model.model_validate(args)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-            )
-            raise ToolArgumentsError(f"invalid arguments: {problems}", tool_name=self.name) from exc
+            raise ToolArgumentsError(
+                f"invalid arguments: {format_validation_error(exc, root='arguments')}; call the tool again "
+                "with arguments that match its input schema",
+                tool_name=self.name,
+            ) from exc
 
     async def call(self, args: dict[str, Any], context: ToolContext) -> Any:
         """Validate ``args`` and run the tool; return its result."""
