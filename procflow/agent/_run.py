@@ -1,7 +1,7 @@
-"""One agent call: the loop over its steps, as an async generator of chunks driven by its consumer.
+"""One agent call: the loop over its model steps, as an async generator of chunks driven by its consumer.
 
-Each step (:mod:`procflow.agent._step`) returns how it ended as a value (:class:`StepEnd`); the loop
-here reads it to continue, retry the step, complete the call or stop on a tripwire.
+Each model step (:mod:`procflow.agent._step`) returns how it ended as a value (:class:`StepEnd`); the
+loop here reads it to continue, retry the step, complete the call or stop on a tripwire.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from procflow.agent._assembly import build_pipelines
 from procflow.agent._collector import StepCollector
 from procflow.agent._config import RETRY_FEEDBACK_KEY, RunConfig
 from procflow.agent._events import finish_chunk, step_finish_chunk
-from procflow.agent._step import AgentStep, StepEnd
+from procflow.agent._step import ModelStep, StepEnd
 from procflow.agent._writer import ChunkWriter, PendingChunks
 from procflow.agent.output import AgentResponse, GenerateResult
 from procflow.engine.context import RunContext
@@ -35,9 +35,9 @@ __all__ = ["AgentRun"]
 
 
 class AgentRun:
-    """The state of one ``generate()``/``stream()`` call and its loop over steps.
+    """The state of one ``generate()``/``stream()`` call (one request) and its loop over model steps.
 
-    The steps (:class:`~procflow.agent._step.AgentStep`) read and update the call's state here: the
+    The steps (:class:`~procflow.agent._step.ModelStep`) read and update the call's state here: the
     message list, the pending ``data-*`` chunks, the accepted steps and usage, and :attr:`open_id`,
     the response message of the step being judged (dropped if the step is rejected or the call halts).
     """
@@ -77,7 +77,7 @@ class AgentRun:
                     yield chunk
                 number = 0
                 while True:
-                    step = AgentStep(self, number)
+                    step = ModelStep(self, number)
                     begun = await step.begin()
                     if isinstance(begun, StepEnd):
                         end = begun

@@ -1,8 +1,9 @@
-"""One step of an agent call: ``process_input_step``, the model call, the step's judgement and tools.
+"""One model step of an agent call: ``process_input_step``, the model call, the judgement, the tools.
 
-A step is one model call in the agent loop (called again in place when a processor retries an API
-error) and the tool calls it made. Each part that can end the step returns a :class:`StepEnd` saying
-what the loop does next; only the model call itself is a generator, and it never decides.
+A model step is one model call in the agent loop (made again in place when a processor retries an API
+error) and the tool calls it made; a workflow's steps are another thing (see ``docs/architecture.md``,
+"Words"). Each part that can end the step returns a :class:`StepEnd` saying what the loop does next;
+only the model call itself is a generator, and it never decides.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from procflow.models.base import LanguageModel, ModelRequest
 if TYPE_CHECKING:
     from procflow.agent._run import AgentRun
 
-__all__ = ["AgentStep", "Next", "StepEnd"]
+__all__ = ["ModelStep", "Next", "StepEnd"]
 
 Next = Literal["continue", "retry", "stop", "halt"]
 """What the loop does after a step: ``continue`` with the next step (the step's tools ran), ``retry``
@@ -72,8 +73,8 @@ async def _close(stream: AsyncIterator[Chunk]) -> None:
         await aclose()
 
 
-class AgentStep:
-    """One step of the loop: its settings, and the state of its current model call.
+class ModelStep:
+    """One model step of the loop: its settings, and the state of its current model call.
 
     Used in this order: :meth:`begin` (``process_input_step``; may end the step), :meth:`call` (the
     model's chunks, through the stream processors), :meth:`finish` (the step's judgement and tools).

@@ -19,7 +19,7 @@ from procflow.engine._stages import (
     ParallelStage,
     SingleStage,
     Stage,
-    run_stages,
+    lean_stages,
     stage_nodes,
 )
 from procflow.engine.plan import NodeCall, PlanNode, WorkflowPlan, is_processor_schema
@@ -77,8 +77,8 @@ def compile_plan(
 ) -> WorkflowPlan:
     """Validate ``stages`` and return the immutable plan.
 
-    ``fuse`` builds one call running several processor nodes in a row; with it, the plan's run stages
-    fuse runs of processor steps (see :class:`~procflow.engine._stages.SequenceStage`).
+    ``fuse`` builds one call running several processor nodes in a row; with it, the plan's lean stages
+    fuse sequences of processor steps (see :class:`~procflow.engine._stages.SequenceStage`).
 
     Raises:
         WorkflowDefinitionError: the workflow breaks one of the rules in this module's docstring.
@@ -107,7 +107,7 @@ def compile_plan(
         cancel_on_tripwire=cancel_on_tripwire,
         description=description,
         nodes=nodes,
-        run_stages=run_stages(stages, fuse) if fuse is not None else tuple(stages),
+        lean_stages=lean_stages(stages, fuse) if fuse is not None else tuple(stages),
         lean=all(_lean(node) for stage in stages for node in stage.nodes),
     )
 
