@@ -4,9 +4,11 @@ provider asked to wait, and how a pydantic validation error is described without
 from __future__ import annotations
 
 import email.utils
+import functools
 import time
+import typing
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -106,13 +108,68 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def format_validation_error(exc: ValidationError) -> str:
+def format_validation_error(exc: ValidationError, *, root: str = "(root)", limit: int = 5) -> str:
     """Describe what a pydantic validation error found wrong, field by field, without quoting the input.
+
+    Each problem is ``"<field path>: <pydantic's reason>"``; the whole value is never part of it: the
+    reason is pydantic's (which names what was expected, not what was given), a validator's own message
+    has the rejected value blanked out as ``<value>``, and a tag that matched no member of a tagged union
+    is not repeated. The caller adds how to fix it (``"...; a message looks like {...}"``).
+
+    Args:
+        exc: The pydantic error.
+        root: What to call the whole value when the error concerns it rather than a field.
+        limit: At most this many problems are listed; the rest are counted (``"and 2 more problems"``).
 
     Example: ``"role: Input should be 'user', 'assistant', 'system', 'tool' or 'signal'"``.
     """
-    problems = []
-    for error in exc.errors(include_url=False, include_input=False, include_context=False):
-        where = ".".join(str(part) for part in error["loc"]) or "(root)"
-        problems.append(f"{where}: {error['msg']}")
+    errors = exc.errors(include_url=False, include_input=True, include_context=True)
+    problems = [_problem(error, root) for error in errors[:limit]]
+    if len(errors) > limit:
+        problems.append(f"and {len(errors) - limit} more problems")
     return "; ".join(problems) or "invalid value"
+
+
+def _problem(error: Mapping[str, Any], root: str) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or root
+    message = str(error["msg"])
+    context = error.get("ctx") or {}
+    if error["type"] == "union_tag_invalid":  # pydantic's text quotes the tag the input gave
+        field = str(context.get("discriminator", ""))
+        tag = f"the value of {field}" if field.startswith("'") else "the tag"  # not a callable's name
+        message = f"{tag} is none of the expected tags: {context.get('expected_tags', '')}"
+    elif error["type"] not in _pydantic_error_types():  # a validator's own text may quote the value
+        value = error.get("input")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str) and len(value) >= 3 and value in message:
+            message = message.replace(value, "<value>")
+    return f"{where}: {message}"
+
+
+@functools.cache
+def _pydantic_error_types() -> frozenset[str]:
+    """pydantic's own error types whose text never quotes the input.
+
+    Left out: a validator's (``value_error``, ``assertion_error``) and those that embed an exception's
+    or the input's text (``get_attribute_error``, ``timezone_offset``, ...); custom error types are not
+    pydantic's at all.
+    """
+    from pydantic_core.core_schema import ErrorType
+
+    return frozenset(typing.get_args(ErrorType)) - _MAY_QUOTE
+
+
+_MAY_QUOTE: Final = frozenset(
+    {
+        "assertion_error",
+        "datetime_object_invalid",
+        "get_attribute_error",
+        "iteration_error",
+        "mapping_type",
+        "no_such_attribute",
+        "timezone_offset",
+        "uuid_parsing",
+        "value_error",
+    }
+)

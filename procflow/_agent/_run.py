@@ -1,71 +1,46 @@
-"""One agent call: the step loop, as an async generator of chunks driven by its consumer."""
+"""One agent call: the loop over its model steps, as an async generator of chunks driven by its consumer.
+
+Each model step (:mod:`procflow._agent._step`) returns how it ended as a value (:class:`StepEnd`); the
+loop here reads it to continue, retry the step, complete the call or stop on a tripwire.
+"""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any, Literal
 
 import anyio
 
 from procflow._agent._assembly import build_pipelines
 from procflow._agent._collector import StepCollector
-from procflow._agent._config import DEFAULT_API_ERROR_RETRIES, RETRY_FEEDBACK_KEY, RunConfig
-from procflow._agent._events import finish_chunk, step_finish_chunk, step_start_chunk, tool_result_chunk
-from procflow._agent._tools import attach_data, execute_tool_calls, is_client_side, record_results
+from procflow._agent._config import RETRY_FEEDBACK_KEY, RunConfig
+from procflow._agent._events import finish_chunk, step_finish_chunk
+from procflow._agent._step import ModelStep, StepEnd
 from procflow._agent._writer import ChunkWriter, PendingChunks
 from procflow._agent.output import AgentResponse, GenerateResult
 from procflow._engine.context import RunContext
 from procflow._engine.pipeline import processor_id_of
-from procflow._engine.runner import PhaseRunner, StepSettings
+from procflow._engine.runner import PhaseRunner
 from procflow._engine.stream import StreamRunner
 from procflow._logging import log
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import SignalInfo
 from procflow._messages.message_list import MessageList
-from procflow._messages.prompt import Prompt
-from procflow._messages.results import FinishReason, OutputResult, StepResult, ToolResult, Usage
+from procflow._messages.results import FinishReason, OutputResult, StepResult, Usage
 from procflow._messages.tripwire import TripWire, TripwireInfo
-from procflow.errors import ModelError
-from procflow.models._base import LanguageModel, ModelRequest
+from procflow.models._base import LanguageModel
 
 __all__ = ["AgentRun"]
 
-_Outcome = Literal["continue", "retry", "stop", "halt"]
-
-
-async def _tripped(awaitable: Awaitable[Any]) -> TripWire | None:
-    try:
-        await awaitable
-    except TripWire as tripwire:
-        return tripwire
-    return None
-
-
-def _replayed_result(chunk: Chunk) -> ToolResult:
-    """A ``tool-result`` chunk an answering processor (a cache) supplied, as the step's tool result."""
-    p = chunk.payload
-    args = p.get("args")
-    extra = {"model_output": p["model_output"]} if p.get("model_output") is not None else {}
-    return ToolResult(
-        str(p.get("tool_call_id", "")),
-        str(p.get("tool_name", "")),
-        dict(args) if isinstance(args, dict) else {},
-        p.get("result"),
-        bool(p.get("is_error", False)),
-        **extra,
-    )
-
-
-async def _close(stream: AsyncIterator[Chunk]) -> None:
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
 
 class AgentRun:
-    """The state of one ``generate()``/``stream()`` call and its step loop."""
+    """The state of one ``generate()``/``stream()`` call (one request) and its loop over model steps.
+
+    The steps (:class:`~procflow._agent._step.ModelStep`) read and update the call's state here: the
+    message list, the pending ``data-*`` chunks, the accepted steps and usage, and :attr:`open_id`,
+    the response message of the step being judged (dropped if the step is rejected or the call halts).
+    """
 
     inputs: PhaseRunner
     outputs: PhaseRunner
@@ -85,17 +60,11 @@ class AgentRun:
         self.steps: list[StepResult] = []
         self.usage = Usage()
         self.result: GenerateResult | None = None
+        self.finish_reason: FinishReason = "unknown"
+        self.open_id: str | None = None
         self._tripwire: TripwireInfo | None = None
-        self._finish_reason: FinishReason = "unknown"
-        self._outcome: _Outcome = "stop"
-        self._open_id: str | None = None
         self._feedback_id: str | None = None
         self._models: dict[str, LanguageModel] = {}
-        self._collector = StepCollector(keep=config.stream_history)
-        self._prompt: Prompt = []
-        self._answer: list[Chunk] | None = None
-        self._replayed: list[Chunk] = []
-        self._request = ModelRequest(prompt=[])
 
     async def events(self) -> AsyncGenerator[Chunk, None]:
         """Run the call, yielding each chunk for the consumer; the loop advances as it is iterated."""
@@ -104,19 +73,29 @@ class AgentRun:
             try:
                 await self._setup()
                 await self.inputs.run_input()
-                for chunk in await self._drain():
+                for chunk in await self.drain():
                     yield chunk
                 number = 0
                 while True:
-                    async with aclosing(self._step(number)) as step:
-                        async for chunk in step:
+                    step = ModelStep(self, number)
+                    begun = await step.begin()
+                    if isinstance(begun, StepEnd):
+                        end = begun
+                    else:
+                        for chunk in begun:
                             yield chunk
-                    if self._outcome == "retry":
+                        async with aclosing(step.call()) as call:
+                            async for chunk in call:
+                                yield chunk
+                        end = await step.finish()
+                    for chunk in end.chunks:
+                        yield chunk
+                    if end.next == "retry":
                         continue
-                    if self._outcome != "continue" or number + 1 >= self.config.max_steps:
+                    if end.next != "continue" or number + 1 >= self.config.max_steps:
                         break
                     number += 1
-                if self._outcome != "halt":
+                if end.next != "halt":
                     for chunk in await self._complete():
                         yield chunk
             except TripWire as exc:
@@ -150,227 +129,26 @@ class AgentRun:
             history=config.stream_history,
         )
 
-    # -- one step ------------------------------------------------------------------------------------
-
-    async def _step(self, number: int) -> AsyncGenerator[Chunk, None]:
-        settings = StepSettings(
-            step_number=number,
-            model=self._model(None),
-            tools=dict(self.config.tools),
-            tool_choice=self.config.tool_choice,
-            steps=self.steps,
-        )
-        self._outcome = "stop"
-        for chunk in await self._input_step(settings):
-            yield chunk
-        if self._outcome != "stop":
-            return
-        model = settings.model = self._model(settings.model)
-        while True:
-            for chunk in await self._start_call(settings):
-                yield chunk
-            if self._answer is not None:
-                for chunk in self._replay(self._answer):
-                    yield chunk
-                break
-            # The hot path: one iteration per model chunk, kept free of per-chunk allocations.
-            failure: ModelError | None = None
-            collector, stream = self._collector, model.stream(self._request)
-            active, push, add, pending = self.stream.active, self.stream.push, collector.add, self.pending
-            try:
-                async for raw in stream:
-                    if raw.type == "finish":
-                        collector.finish(raw)
-                    elif active:
-                        for chunk in await push(raw):
-                            add(chunk)
-                            yield chunk
-                        if pending:
-                            for chunk in await self._drain(collector):
-                                yield chunk
-                    else:
-                        add(raw)
-                        yield raw
-            except ModelError as error:
-                failure = error
-            finally:
-                await _close(stream)
-            if failure is None:
-                for chunk in await self._end_stream():
-                    yield chunk
-                break
-            for chunk in await self._recover(failure, settings):
-                yield chunk
-        for chunk in await self._finish_step(number, settings):
-            yield chunk
-
-    async def _input_step(self, settings: StepSettings) -> list[Chunk]:
-        """``process_input_step``; a rejection sets the outcome to ``retry`` or ``halt``."""
-        rejected = await _tripped(self.inputs.run_input_step(settings))
-        out = await self._drain()
-        if rejected is not None:
-            out.extend(await self._reject(rejected, "other", None))
-        return out
-
-    def _replay(self, answer: list[Chunk]) -> list[Chunk]:
-        """A processor answered instead of the model: its chunks skip the stream processors."""
-        collector = self._collector
-        collector.from_cache = True
-        out: list[Chunk] = []
-        for chunk in answer:
-            if chunk.type == "finish":
-                collector.finish(chunk)
-            elif chunk.type == "tool-result":
-                self._replayed.append(chunk)  # the step's tool results: delivered in place of running tools
-            else:
-                collector.add(chunk)
-                out.append(chunk)
-        return out
-
-    async def _start_call(self, settings: StepSettings) -> list[Chunk]:
-        """Build the prompt, run ``process_llm_request`` and announce the model call."""
-        self._collector = StepCollector(keep=self.config.stream_history)
-        self._replayed = []
-        outcome = await self.llm.run_llm_request(self.ml.to_prompt(), settings)
-        self._prompt = outcome.prompt
-        self._answer = outcome.chunks
-        if outcome.chunks is None:
-            self._request = ModelRequest(
-                prompt=outcome.prompt,
-                tools=[tool.spec() for tool in settings.tools.values()],
-                tool_choice=settings.tool_choice,
-                provider_options=settings.provider_options,
-            )
-        return await self._through(step_start_chunk(settings.step_number, self.ctx.retry_count))
-
-    async def _end_stream(self) -> list[Chunk]:
-        """Flush what stream processors held back; it belongs to the step."""
-        if not self.stream.active:
-            return []
-        out = await self.stream.flush()
-        for chunk in out:
-            self._collector.add(chunk)
-        if self.pending:
-            out.extend(await self._drain(self._collector))
-        return out
-
-    async def _recover(self, error: ModelError, settings: StepSettings) -> list[Chunk]:
-        """Run ``process_api_error``; re-raise ``error`` unless a processor asks (within the cap) to retry."""
-        retry_by = await self.errors.run_api_error(error, settings)
-        cap = self.config.max_processor_retries
-        if cap is None:
-            cap = DEFAULT_API_ERROR_RETRIES
-        if retry_by is None or self.ctx.retry_count >= cap:
-            raise error
-        self._bump_retry()
-        log.debug("api_error_retry", processor_id=retry_by, retry_count=self.ctx.retry_count)
-        await self._discard_attempt()
-        discarded = {"reason": str(error), "retry": True, "metadata": {}, "processor_id": retry_by}
-        return await self._through(step_finish_chunk(settings.step_number, "error", Usage(), discarded))
-
-    async def _discard_attempt(self) -> None:
-        """End the broken attempt's stream: what stream processors held back is withheld, not released."""
-        if not self.stream.active:
-            return
-        mark = len(self.pending)
-        withheld = await self.stream.discard()
-        del self.pending[mark:]  # data chunks written about text nobody will see
-        if withheld:
-            log.debug("stream_attempt_discarded", withheld_chunks=withheld)
-
-    async def _finish_step(self, number: int, settings: StepSettings) -> list[Chunk]:
-        """Judge the finished step (``process_llm_response``, ``process_output_step``), then run its tools."""
-        collector = self._collector
-        message = collector.message()
-        self.ml.add(message, source="response")
-        self._open_id = message.id
-        step = collector.step_result(number, message)
-        self.usage = self.usage + step.usage
-        out: list[Chunk] = []
-        if not collector.from_cache:
-            finish = Chunk("finish", {"finish_reason": step.finish_reason, "usage": step.usage.to_dict()})
-            chunks = [*step.chunks, finish]
-            await self.llm.run_llm_response(chunks, settings, prompt=self._prompt, from_cache=False)
-            out.extend(await self._drain())
-        rejected = await _tripped(self.outputs.run_output_step(step, [*self.steps, step]))
-        out.extend(await self._drain())
-        self._attach(message.id, out)
-        if rejected is not None:
-            return out + await self._reject(rejected, "tripwire", step)
-        self._accept()
-        # The step stays open (``_open_id``) until its last chunk passed the stream processors: a
-        # tripwire on a tool's data chunk, a tool result or the step-finish chunk drops it whole.
-        if collector.from_cache:
-            out.extend(self._replay_tools(step, message.id))
-        else:
-            out.extend(await self._run_tools(step, settings, message.id))
-        out.extend(await self._through(step_finish_chunk(number, step.finish_reason, step.usage)))
-        self.steps.append(step)
-        self._open_id = None
-        done = not step.tool_calls or len(step.tool_results) < len(step.tool_calls)
-        self._outcome = "stop" if done else "continue"
-        self._finish_reason = step.finish_reason
-        return out
-
-    async def _run_tools(self, step: StepResult, settings: StepSettings, message_id: str) -> list[Chunk]:
-        """Execute the step's tool calls (except client-side ones) and emit their results."""
-        runnable = [c for c in step.tool_calls if not is_client_side(c, settings.tools)]
-        if not runnable:
-            return []
-        results = await execute_tool_calls(
-            runnable, settings.tools, request_context=self.ctx.request_context, writer=self.ctx.writer
-        )
-        step.tool_results = results
-        message = self.ml.get(message_id)
-        if message is not None:
-            record_results(message, results)
-            step.messages = [message]
-        out = await self._drain()
-        for result in results:
-            out.extend(await self._through(tool_result_chunk(result)))
-        self._attach(message_id, out)
-        return out
-
-    def _replay_tools(self, step: StepResult, message_id: str) -> list[Chunk]:
-        """A cached step: its tool results come from the cache; no tool runs again."""
-        chunks, self._replayed = self._replayed, []
-        results = [_replayed_result(chunk) for chunk in chunks]
-        if results:
-            step.tool_results = results
-            message = self.ml.get(message_id)
-            if message is not None:
-                record_results(message, results)
-                step.messages = [message]
-        return chunks
-
-    def _attach(self, message_id: str, chunks: list[Chunk]) -> None:
-        message = self.ml.get(message_id)
-        if message is not None:
-            attach_data(message, chunks)
-
     # -- retries and endings ---------------------------------------------------------------------------
 
-    async def _reject(self, tripwire: TripWire, reason: FinishReason, step: StepResult | None) -> list[Chunk]:
-        """A step was rejected: retry it with feedback when allowed, else end the call."""
-        if self._open_id is not None:
-            self.ml.remove_by_ids([self._open_id])
-            self._open_id = None
-        if self._may_retry(tripwire):
-            self._outcome = "retry"
-            if step is None:
-                return []
-            discarded = tripwire.info().to_dict()
-            return await self._through(
-                step_finish_chunk(step.step_number, step.finish_reason, step.usage, discarded)
-            )
-        self._outcome = "halt"
-        return await self._halt(tripwire, "tripwire" if tripwire.retry else reason)
+    async def reject(self, tripwire: TripWire, reason: FinishReason, step: StepResult | None) -> StepEnd:
+        """A step was rejected: retry it with feedback when allowed, else end the call (``halt``)."""
+        if self.open_id is not None:
+            self.ml.remove_by_ids([self.open_id])
+            self.open_id = None
+        if not self._may_retry(tripwire):
+            return StepEnd(await self._halt(tripwire, "tripwire" if tripwire.retry else reason), "halt")
+        if step is None:
+            return StepEnd([], "retry")
+        discarded = tripwire.info().to_dict()
+        finish = step_finish_chunk(step.step_number, step.finish_reason, step.usage, discarded)
+        return StepEnd(await self.through(finish), "retry")
 
     def _may_retry(self, tripwire: TripWire) -> bool:
         cap = self.config.max_processor_retries
         if not tripwire.retry or cap is None or self.ctx.retry_count >= cap:
             return False
-        self._bump_retry()
+        self.bump_retry()
         log.debug("processor_retry", processor_id=tripwire.processor_id, retry_count=self.ctx.retry_count)
         # Transient: the feedback concerns a response that is being dropped, so it goes to the retried
         # call only — never into memory — and a second rejection replaces it instead of stacking up.
@@ -378,11 +156,13 @@ class AgentRun:
         self._feedback_id = self.ml.add_signal(tripwire.reason, signal=signal, key=RETRY_FEEDBACK_KEY).id
         return True
 
-    def _bump_retry(self) -> None:
+    def bump_retry(self) -> None:
+        """Count one more retry (of a rejected step or a failed model call)."""
         self.ctx.retry_count += 1
         self.stream.set_retry_count(self.ctx.retry_count)
 
-    def _accept(self) -> None:
+    def accept(self) -> None:
+        """A step passed its judgement: reset the retry count and drop the retry feedback it was given."""
         if self.ctx.retry_count:
             self.ctx.retry_count = 0
             self.stream.set_retry_count(0)
@@ -392,9 +172,9 @@ class AgentRun:
 
     async def _halt(self, tripwire: TripWire, reason: FinishReason) -> list[Chunk]:
         """End the call on a tripwire: drop the open step, deliver pending chunks, then ``tripwire``."""
-        if self._open_id is not None:
-            self.ml.remove_by_ids([self._open_id])
-            self._open_id = None
+        if self.open_id is not None:
+            self.ml.remove_by_ids([self.open_id])
+            self.open_id = None
         self._tripwire = tripwire.info()
         out = await self._drain_after(tripwire)
         self._set_result(reason)
@@ -408,7 +188,7 @@ class AgentRun:
         A second tripwire there drops the rest: nothing reaches the consumer unprocessed.
         """
         try:
-            return await self._drain()
+            return await self.drain()
         except TripWire:
             log.debug("pending_chunks_dropped", processor_id=tripwire.processor_id, dropped=len(self.pending))
             self.pending.clear()
@@ -416,12 +196,12 @@ class AgentRun:
 
     async def _complete(self) -> list[Chunk]:
         """``process_output_result`` on the final result, then the ``finish`` chunk."""
-        reason = self._finish_reason
+        reason = self.finish_reason
         result = OutputResult(text=self._text(), usage=self.usage, finish_reason=reason, steps=self.steps)
         await self.outputs.run_output_result(result)
-        out = await self._drain()
+        out = await self.drain()
         final = self._set_result(reason)
-        out.extend(await self._through(finish_chunk(reason, self.usage, final.response.ui_messages)))
+        out.extend(await self.through(finish_chunk(reason, self.usage, final.response.ui_messages)))
         await self._commit(result)
         await self._notify()
         return out
@@ -439,8 +219,8 @@ class AgentRun:
         """The call ends by an exception: cancellation (or an early close) is ``aborted``, else ``error``."""
         if self.result is not None:
             return
-        if self._open_id is not None:
-            self.ml.remove_by_ids([self._open_id])
+        if self.open_id is not None:
+            self.ml.remove_by_ids([self.open_id])
         aborted = isinstance(exc, GeneratorExit | anyio.get_cancelled_exc_class())
         self._set_result("aborted" if aborted else "error")
         if aborted:
@@ -474,7 +254,8 @@ class AgentRun:
     def _text(self) -> str:
         return "".join(m.text for m in self.ml.response if m.role == "assistant")
 
-    def _model(self, value: LanguageModel | str | None) -> LanguageModel:
+    def resolve_model(self, value: LanguageModel | str | None) -> LanguageModel:
+        """The model for ``value`` (``None``: the agent's), resolving each ``"provider/model"`` id once."""
         if value is None:
             value = self.config.model
         if not isinstance(value, str):
@@ -484,14 +265,14 @@ class AgentRun:
             model = self._models[value] = self.config.resolve_model(value)
         return model
 
-    async def _through(self, chunk: Chunk) -> list[Chunk]:
+    async def through(self, chunk: Chunk) -> list[Chunk]:
         """Push a chunk the loop made through the stream processors (and deliver what they wrote)."""
         out = await self.stream.push(chunk) if self.stream.active else [chunk]
         if self.pending:
-            out = [*out, *await self._drain()]
+            out = [*out, *await self.drain()]
         return out
 
-    async def _drain(self, collector: StepCollector | None = None) -> list[Chunk]:
+    async def drain(self, collector: StepCollector | None = None) -> list[Chunk]:
         """Deliver the ``data-*`` chunks hooks and tools wrote, through the processors after the writer."""
         out: list[Chunk] = []
         pending, stream = self.pending, self.stream

@@ -54,13 +54,13 @@ __all__ = [
     "BranchCase",
     "BranchStage",
     "ForeachStage",
+    "LeanStage",
     "ParallelStage",
-    "RunStage",
     "SequenceStage",
     "SingleStage",
     "Stage",
     "branch_decision",
-    "run_stages",
+    "lean_stages",
     "stage_contains",
     "stage_nodes",
     "stream_chain",
@@ -101,7 +101,7 @@ class SequenceStage:
     processors — exactly the processors listed in a row, with none of the per-node bookkeeping;
     otherwise each node runs and is recorded as its own step. In the stream phase the processors join
     one stream runner either way. The plan's own ``stages`` keep one stage per step (for records,
-    ``run_from`` and pictures); ``compile_plan`` derives the run stages.
+    ``run_from`` and pictures); ``compile_plan`` derives the lean stages.
     """
 
     stages: tuple[SingleStage, ...]
@@ -271,15 +271,15 @@ class ForeachStage:
 Stage: TypeAlias = SingleStage | ParallelStage | BranchStage | ForeachStage
 """Any stage of a plan."""
 
-RunStage: TypeAlias = Stage | SequenceStage
-"""Any stage the executor runs (a plan's stages, with runs of processor steps fused)."""
+LeanStage: TypeAlias = Stage | SequenceStage
+"""A stage as a lean run executes it: a plan's stage, or a :class:`SequenceStage` of fused ones."""
 
 
-def run_stages(
+def lean_stages(
     stages: Sequence[Stage], fuse: Callable[[tuple[PlanNode, ...]], NodeCall]
-) -> tuple[RunStage, ...]:
-    """``stages`` with each run of two or more plain processor steps (no retry policy) fused."""
-    out: list[RunStage] = []
+) -> tuple[LeanStage, ...]:
+    """``stages`` with each sequence of two or more plain processor steps (no retry policy) fused."""
+    out: list[LeanStage] = []
     pending: list[SingleStage] = []
 
     def close() -> None:

@@ -20,7 +20,10 @@ __all__ = ["RunContext", "notify_violation", "report_tripwire"]
 
 @dataclass(slots=True)
 class RunContext:
-    """Everything a phase needs that lives for one request.
+    """Everything a phase needs that lives for one request: what that request's processors share.
+
+    One per request (an agent call, or a hook run alone); not to be confused with a workflow run's
+    :class:`~procflow._engine.run_state.RunState`, which the steps of one workflow run share.
 
     Attributes:
         message_list: The live conversation.

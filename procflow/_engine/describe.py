@@ -47,10 +47,10 @@ def describe_plan(plan: WorkflowPlan) -> dict[str, Any]:
             )
         for node in stage_nodes(stage):
             steps.append(_describe_node(node, group, stage))
-        entries, exits, inner = stage_edges(stage)
-        edges.extend(_edge(source, target, "") for source in previous for target in entries)
-        edges.extend(_edge(source, target, label) for source, target, label in inner)
-        previous = tuple(exits)
+        connects = stage_edges(stage)
+        edges.extend(_edge(source, target, "") for source in previous for target in connects.entries)
+        edges.extend(_edge(edge.source, edge.target, edge.label) for edge in connects.inner)
+        previous = connects.exits
     edges.extend(_edge(source, STOP, "") for source in previous)
     _label_passthrough(plan, edges)
     return {

@@ -39,7 +39,7 @@ async def execute_plan(
     start_at: int = 0,
     results: Mapping[str, Any] | None = None,
     init_data: Any = None,
-    state: RunState | None = None,
+    run: RunState | None = None,
 ) -> WorkflowResult:
     """Run ``plan`` on ``input_data`` and return its result; never raises for step failures.
 
@@ -52,13 +52,13 @@ async def execute_plan(
         start_at: Index of the first stage to run (``run_from``); earlier stages are not run.
         results: Outputs of earlier steps, as if they had run (for ``run_from``).
         init_data: The run's initial input as steps see it (default: ``input_data``).
-        state: A prepared run state (the other keyword arguments are then ignored).
+        run: A prepared :class:`RunState` (the other keyword arguments are then ignored).
 
     Raises:
         anyio cancellation: the caller's scope was cancelled (the run is recorded as ``canceled``).
     """
-    if state is None:
-        state = RunState(
+    if run is None:
+        run = RunState(
             plan.id,
             init_data=input_data if init_data is None else init_data,
             request_context=request_context,
@@ -67,8 +67,8 @@ async def execute_plan(
             run_id=run_id,
         )
         for step_id, output in (results or {}).items():
-            state.records[step_id] = StepRecord(step_id, "success", output=output)
-    return await _execute(plan, input_data, state, start_at)
+            run.records[step_id] = StepRecord(step_id, "success", output=output)
+    return await _execute(plan, input_data, run, start_at)
 
 
 async def _execute(plan: WorkflowPlan, value: Any, run: RunState, start_at: int) -> WorkflowResult:
@@ -137,12 +137,12 @@ def _finish_run(
 async def run_lean(plan: WorkflowPlan, value: Any, run: RunState) -> Any:
     """Run ``plan`` in a lean run (nothing recorded, no events); return its output or raise its error.
 
-    The same stages run as in :func:`execute_plan` (runs of processor steps fused); only the per-node
+    The same stages run as in :func:`execute_plan` (sequences of processor steps fused); only the per-node
     bookkeeping nobody can observe is left out.
     """
     if plan.validate_input is not None:
         value = plan.validate_input(value)
-    for stage in plan.run_stages or plan.stages:
+    for stage in plan.lean_stages or plan.stages:
         value = await stage.run(value, run)
     return value
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from procflow._engine._stages import (
     BranchStage,
@@ -19,7 +19,7 @@ from procflow._engine._stages import (
     ParallelStage,
     SingleStage,
     Stage,
-    run_stages,
+    lean_stages,
     stage_nodes,
 )
 from procflow._engine.plan import NodeCall, PlanNode, WorkflowPlan, is_processor_schema
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = [
     "START",
     "STOP",
+    "Edge",
+    "StageEdges",
     "build_graph",
     "compile_plan",
     "is_processor_schema",
@@ -75,8 +77,8 @@ def compile_plan(
 ) -> WorkflowPlan:
     """Validate ``stages`` and return the immutable plan.
 
-    ``fuse`` builds one call running several processor nodes in a row; with it, the plan's run stages
-    fuse runs of processor steps (see :class:`~procflow._engine._stages.SequenceStage`).
+    ``fuse`` builds one call running several processor nodes in a row; with it, the plan's lean stages
+    fuse sequences of processor steps (see :class:`~procflow._engine._stages.SequenceStage`).
 
     Raises:
         WorkflowDefinitionError: the workflow breaks one of the rules in this module's docstring.
@@ -105,7 +107,7 @@ def compile_plan(
         cancel_on_tripwire=cancel_on_tripwire,
         description=description,
         nodes=nodes,
-        run_stages=run_stages(stages, fuse) if fuse is not None else tuple(stages),
+        lean_stages=lean_stages(stages, fuse) if fuse is not None else tuple(stages),
         lean=all(_lean(node) for stage in stages for node in stage.nodes),
     )
 
@@ -295,21 +297,39 @@ def _stage_schema(stage: Stage, current: Any, source: str) -> tuple[Any, str]:
     return types.GenericAlias(list, (stage.node.output_schema,)), f"foreach {stage.node.id!r}"
 
 
-def stage_edges(stage: Stage) -> tuple[tuple[str, ...], tuple[str, ...], list[tuple[str, str, str]]]:
-    """A stage's entry node ids, exit node ids and inner ``(source, target, label)`` edges."""
+class Edge(NamedTuple):
+    """An edge of a workflow's picture, between two node ids."""
+
+    source: str
+    target: str
+    label: str
+    """The branch case it takes (``"default"`` for the default), or ``""``."""
+
+
+class StageEdges(NamedTuple):
+    """How a stage connects: edges from the stage before reach ``entries``, edges on leave ``exits``."""
+
+    entries: tuple[str, ...]
+    exits: tuple[str, ...]
+    inner: list[Edge]
+    """The edges inside the stage: a branch's condition node to each case."""
+
+
+def stage_edges(stage: Stage) -> StageEdges:
+    """A stage's entry node ids, exit node ids and inner edges."""
     if isinstance(stage, SingleStage | ForeachStage):
-        return (stage.node.id,), (stage.node.id,), []
+        return StageEdges((stage.node.id,), (stage.node.id,), [])
     if isinstance(stage, ParallelStage):
         ids = tuple(node.id for node in stage.nodes)
-        return ids, ids, []
-    inner = [(stage.node.id, case.node.id, case.name) for case in stage.cases]
+        return StageEdges(ids, ids, [])
+    inner = [Edge(stage.node.id, case.node.id, case.name) for case in stage.cases]
     exits = [case.node.id for case in stage.cases]
     if stage.default is not None:
-        inner.append((stage.node.id, stage.default.id, "default"))
+        inner.append(Edge(stage.node.id, stage.default.id, "default"))
         exits.append(stage.default.id)
     else:
         exits.append(stage.node.id)
-    return (stage.node.id,), tuple(exits), inner
+    return StageEdges((stage.node.id,), tuple(exits), inner)
 
 
 def build_graph(stages: Sequence[Stage]) -> nx.DiGraph:
@@ -336,11 +356,11 @@ def build_graph(stages: Sequence[Stage]) -> nx.DiGraph:
         group = stage.group_id if isinstance(stage, ParallelStage) else None
         for node in stage_nodes(stage):
             graph.add_node(node.id, kind=node.kind, stage=index, group=group)
-        entries, exits, inner = stage_edges(stage)
-        for source, target, label in inner:
-            graph.add_edge(source, target, label=label)
+        edges = stage_edges(stage)
+        for edge in edges.inner:
+            graph.add_edge(edge.source, edge.target, label=edge.label)
         for source in previous:
-            for target in entries:
+            for target in edges.entries:
                 graph.add_edge(source, target, label="otherwise" if source in passthrough else "")
-        previous = exits
+        previous = edges.exits
     return nx.freeze(graph)

@@ -18,7 +18,7 @@ from procflow._engine.retry import RetryPolicy
 if TYPE_CHECKING:
     import networkx as nx
 
-    from procflow._engine._stages import RunStage, Stage
+    from procflow._engine._stages import LeanStage, Stage
     from procflow._engine.run_state import RunState
 
 __all__ = [
@@ -118,7 +118,7 @@ class WorkflowPlan:
         cancel_on_tripwire: Whether a tripwire in one branch cancels its running siblings.
         description: The workflow's description.
         nodes: Every node by id, in definition order.
-        run_stages: The stages as lean runs execute them (runs of processor steps fused), or empty.
+        lean_stages: The stages as lean runs execute them (sequences of processor steps fused), or empty.
         lean: Whether every node is a processor step, a ``select``/``merge_branches`` or a lean nested
             workflow: then no user code can read step records, and a processor run may skip them.
     """
@@ -132,7 +132,7 @@ class WorkflowPlan:
     cancel_on_tripwire: bool = True
     description: str | None = None
     nodes: Mapping[str, PlanNode] = field(default_factory=dict)
-    run_stages: tuple[RunStage, ...] = ()
+    lean_stages: tuple[LeanStage, ...] = ()
     lean: bool = False
 
     @property

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from procflow._error_rules import format_validation_error
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageList
 from procflow._messages.prompt import Prompt, PromptMessage
@@ -31,10 +32,7 @@ def _coerce_messages(items: Any, processor_id: str, hook: str) -> list[Message]:
         if isinstance(item, Message):
             out.append(item)
         elif isinstance(item, Mapping):
-            try:
-                out.append(Message.model_validate(item))
-            except ValidationError as exc:
-                raise ProcessorResultError(processor_id, hook, f"returned an invalid message: {exc}") from exc
+            out.append(_validated(item, processor_id, hook))
         else:
             raise ProcessorResultError(
                 processor_id,
@@ -42,6 +40,18 @@ def _coerce_messages(items: Any, processor_id: str, hook: str) -> list[Message]:
                 f"returned a {type(item).__name__} where a Message was expected; {_EXPECTED}",
             )
     return out
+
+
+def _validated(item: Mapping[str, Any], processor_id: str, hook: str) -> Message:
+    try:
+        return Message.model_validate(item)
+    except ValidationError as exc:
+        raise ProcessorResultError(
+            processor_id,
+            hook,
+            f"returned an invalid message ({format_validation_error(exc, root='message')}); return "
+            "Message objects or mappings such as {'role': 'user', 'content': 'Hi'}",
+        ) from exc
 
 
 def apply_messages_result(
@@ -86,7 +96,7 @@ def apply_messages_result(
         tagged_ids = {m.id for m in message_list.system_messages} - {
             m.id for m in message_list.untagged_system_messages
         }
-        kept = [m if isinstance(m, Message | str) else Message.model_validate(m) for m in system]
+        kept = [m if isinstance(m, Message | str) else _validated(m, processor_id, hook) for m in system]
         message_list.set_system_messages(m for m in kept if isinstance(m, str) or m.id not in tagged_ids)
 
 
@@ -100,5 +110,8 @@ def coerce_prompt(prompt: Any, processor_id: str) -> Prompt:
         return [m if isinstance(m, PromptMessage) else PromptMessage.model_validate(m) for m in prompt]
     except ValidationError as exc:
         raise ProcessorResultError(
-            processor_id, "process_llm_request", f"returned an invalid prompt: {exc}"
+            processor_id,
+            "process_llm_request",
+            f"returned an invalid prompt ({format_validation_error(exc, root='prompt')}); return the list "
+            "of PromptMessage objects it was given, edited",
         ) from exc

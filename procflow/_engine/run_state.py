@@ -1,4 +1,4 @@
-"""Per-run state of the executor, and the :class:`StepContext` that steps, maps and conditions receive."""
+"""Per-workflow-run state of the executor, and the :class:`StepContext` steps, maps and conditions get."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ EventSink = Callable[[WorkflowEvent], None]
 
 class RunState:
     """What one run of one workflow shares between its steps.
+
+    The processors of a request share a :class:`~procflow._engine.context.RunContext` instead; a
+    processor workflow run inside a request has both (a ``RunState`` per phase call or stream).
 
     Attributes:
         workflow_id: The workflow being run.

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard, Union, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError
 
+from procflow._error_rules import format_validation_error
 from procflow.errors import ConfigurationError, WorkflowRunError
 
 __all__ = [
@@ -207,10 +208,7 @@ def make_validator(schema: Any, step_id: str) -> Callable[[Any], Any] | None:
         try:
             return adapter.validate_python(value)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}"
-                for err in exc.errors(include_url=False, include_input=False)
-            )
+            problems = format_validation_error(exc, root="input")
             raise WorkflowRunError(
                 f"input does not match the step's input schema {name} ({problems}); make the step "
                 "before it return that shape, or add a .map(...) that converts it",

@@ -26,11 +26,11 @@ class WorkflowWatch:
     ``cancel()`` stops the run, which then ends with status ``canceled``.
     """
 
-    __slots__ = ("_receive", "_result", "_scope", "_state")
+    __slots__ = ("_receive", "_result", "_run", "_scope")
 
-    def __init__(self, receive: MemoryObjectReceiveStream[WorkflowEvent], state: RunState) -> None:
+    def __init__(self, receive: MemoryObjectReceiveStream[WorkflowEvent], run: RunState) -> None:
         self._receive = receive
-        self._state = state
+        self._run = run
         self._scope = anyio.CancelScope()
         self._result: WorkflowResult | None = None
 
@@ -46,7 +46,7 @@ class WorkflowWatch:
     @property
     def run_id(self) -> str:
         """The id of the watched run."""
-        return self._state.run_id
+        return self._run.run_id
 
     @property
     def done(self) -> bool:
@@ -85,7 +85,7 @@ async def watch_plan(
     the reader); an error in the block cancels the run.
     """
     send, receive = anyio.create_memory_object_stream[WorkflowEvent](math.inf)
-    state = RunState(
+    run = RunState(
         plan.id,
         init_data=input_data,
         request_context=request_context,
@@ -94,17 +94,17 @@ async def watch_plan(
         run_id=run_id,
     )
     for step_id, output in (results or {}).items():
-        state.records[step_id] = StepRecord(step_id, "success", output=output)
-    watch = WorkflowWatch(receive, state)
+        run.records[step_id] = StepRecord(step_id, "success", output=output)
+    watch = WorkflowWatch(receive, run)
 
-    async def run() -> None:
+    async def execute() -> None:
         with send:
             with watch._scope:
-                watch._result = await execute_plan(plan, input_data, start_at=start_at, state=state)
+                watch._result = await execute_plan(plan, input_data, start_at=start_at, run=run)
             if watch._result is None:
-                watch._result = state.result
+                watch._result = run.result
 
     with receive:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
+            tg.start_soon(execute)
             yield watch

@@ -12,6 +12,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from procflow._callables import is_async_callable
+from procflow._error_rules import format_validation_error
 from procflow._messages.request_context import RequestContext
 from procflow._messages.writer import StreamWriter
 from procflow.errors import ConfigurationError, ToolArgumentsError
@@ -78,10 +79,11 @@ class Tool:
         try:
             return self.input_model.model_validate(args)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-            )
-            raise ToolArgumentsError(f"invalid arguments: {problems}", tool_name=self.name) from exc
+            raise ToolArgumentsError(
+                f"invalid arguments: {format_validation_error(exc, root='arguments')}; call the tool again "
+                "with arguments that match its input schema",
+                tool_name=self.name,
+            ) from exc
 
     async def call(self, args: dict[str, Any], context: ToolContext) -> Any:
         """Validate ``args`` and run the tool; return its result."""

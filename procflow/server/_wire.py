@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from procflow._error_rules import format_validation_error
 from procflow._messages import FinishReason, ToolCall, TripwireInfo, Usage
 from procflow._messages._tool_json import tool_args_text
 
@@ -25,7 +26,6 @@ __all__ = [
     "completion_body",
     "error_body",
     "parse_chat_request",
-    "validation_problem",
 ]
 
 TRIPWIRE_ERROR_CODE = "procflow_tripwire"
@@ -86,15 +86,6 @@ class ChatRequest(BaseModel):
         return choice
 
 
-def validation_problem(exc: ValidationError) -> str:
-    """A one-line description of what is wrong with a request body: field paths and reasons, no values."""
-    problems = []
-    for error in exc.errors(include_input=False, include_url=False):
-        where = ".".join(str(part) for part in error["loc"]) or "(body)"
-        problems.append(f"{where}: {error['msg']}")
-    return "; ".join(problems[:5])
-
-
 def parse_chat_request(raw: bytes) -> ChatRequest:
     """Parse and validate a request body.
 
@@ -111,7 +102,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     try:
         return ChatRequest.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(validation_problem(exc)) from None
+        raise ValueError(format_validation_error(exc, root="(body)")) from None
 
 
 def error_body(message: str, *, type: str, code: str | None = None, **extra: Any) -> dict[str, Any]:

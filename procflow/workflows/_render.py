@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from procflow._engine.describe import describe_run
-from procflow._engine.graph import START, STOP
+from procflow._engine.graph import START, STOP, Edge
 from procflow._engine.records import WorkflowResult
 from procflow.errors import ConfigurationError, ProcflowError
 
@@ -51,7 +51,7 @@ class _Cluster:
 @dataclass(slots=True)
 class _Layout:
     items: list[_Node | _Cluster] = field(default_factory=list)
-    edges: list[tuple[str, str, str]] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)
     exits: list[str] = field(default_factory=list)
 
@@ -69,7 +69,7 @@ def _layout(desc: dict[str, Any], prefix: str = "") -> _Layout:
     out = _Layout()
     ends: dict[str, tuple[list[str], list[str]]] = {}
     clusters: dict[str, _Cluster] = {}
-    nested_edges: dict[str, list[tuple[str, str, str]]] = {}
+    nested_edges: dict[str, list[Edge]] = {}
     for step in desc["steps"]:
         key = prefix + step["id"]
         item: _Node | _Cluster
@@ -99,7 +99,7 @@ def _layout(desc: dict[str, Any], prefix: str = "") -> _Layout:
                 elif target == STOP:
                     out.exits.append(source)
                 else:
-                    out.edges.append((source, target, edge["label"]))
+                    out.edges.append(Edge(source, target, edge["label"]))
         out.edges.extend(nested_edges.pop(edge["target"], ()))
     return out
 

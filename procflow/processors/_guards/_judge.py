@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from procflow._error_rules import format_validation_error
 from procflow._messages import JUDGE_USAGE_KEY, RequestContext, Usage
 from procflow._messages.prompt import PromptMessage, PromptText
 from procflow.errors import ProcflowError
@@ -203,7 +204,11 @@ class Judge(Generic[SchemaT]):
             try:
                 value = self.schema.model_validate(extract_json(response.text))
             except (ValueError, ValidationError) as exc:
-                problem = type(exc).__name__ if not isinstance(exc, ValidationError) else _problem(exc)
+                problem = (
+                    type(exc).__name__
+                    if not isinstance(exc, ValidationError)
+                    else format_validation_error(exc, limit=3)
+                )
                 continue
             await self._store(key, value)
             return value
@@ -250,12 +255,3 @@ class Judge(Generic[SchemaT]):
                 "guard_cache_failed",
                 extra={"processor_id": self.processor_id, "error_type": type(exc).__name__},
             )
-
-
-def _problem(exc: ValidationError) -> str:
-    """The fields that were wrong and why — never their values (they may quote the checked text)."""
-    parts = []
-    for error in exc.errors(include_input=False, include_url=False)[:3]:
-        where = ".".join(str(p) for p in error["loc"]) or "(root)"
-        parts.append(f"{where}: {error['msg']}")
-    return "; ".join(parts)
