@@ -1,7 +1,9 @@
-"""Validation errors say what is wrong and how to fix it, and never quote the value they rejected."""
+"""Validation errors say what is wrong and how to fix it, and never quote the value they rejected —
+not in their message, nor in the traceback a log would print (no chained pydantic error)."""
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import pytest
@@ -25,6 +27,11 @@ class Card(BaseModel):
         if not value.isdigit():
             raise ValueError(f"{value!r} is not a card number")  # a careless validator that quotes
         return value
+
+
+def _shown(error: BaseException) -> str:
+    """The error as a logged traceback shows it: its message and every chained cause or context."""
+    return "".join(traceback.format_exception(error))
 
 
 def _error(data: Any) -> ValidationError:
@@ -59,7 +66,7 @@ def test_a_message_with_an_unknown_part_type_does_not_quote_the_type() -> None:
     message = {"role": "user", "content": {"parts": [{"type": SECRET, "text": "hi"}]}}
     with pytest.raises(ConfigurationError) as caught:
         MessageList().add(message)
-    text = str(caught.value)
+    text = _shown(caught.value)
     assert SECRET not in text
     assert "content.parts.0" in text and "a message looks like" in text
 
@@ -74,7 +81,7 @@ def test_tool_arguments_errors_tell_the_model_how_to_fix_them() -> None:
 
     with pytest.raises(ToolArgumentsError) as caught:
         charge.validate_args({"number": 4, "cents": SECRET})
-    text = str(caught.value)
+    text = _shown(caught.value)
     assert SECRET not in text
     assert "cents: Input should be a valid integer" in text
     assert "call the tool again with arguments that match its input schema" in text
@@ -89,7 +96,7 @@ async def test_a_step_input_error_does_not_quote_the_input() -> None:
 
     with pytest.raises(WorkflowRunError) as caught:
         await pay.run({"number": SECRET})
-    text = str(caught.value)
+    text = _shown(caught.value)
     assert SECRET not in text
     assert "number: Value error" in text and "make the step before it return that shape" in text
 
@@ -105,6 +112,6 @@ async def test_a_processor_returning_an_invalid_message_is_told_what_to_return()
     """A hook returning an invalid message mapping gets a ProcessorResultError without the value."""
     with pytest.raises(ProcessorResultError) as caught:
         await run_input(_BadMessages(), ["hi"])
-    text = str(caught.value)
+    text = _shown(caught.value)
     assert SECRET not in text
     assert "role: Input should be" in text and "return Message objects or mappings" in text

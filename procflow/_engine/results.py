@@ -51,7 +51,7 @@ def _validated(item: Mapping[str, Any], processor_id: str, hook: str) -> Message
             hook,
             f"returned an invalid message ({format_validation_error(exc, root='message')}); return "
             "Message objects or mappings such as {'role': 'user', 'content': 'Hi'}",
-        ) from exc
+        ) from None  # pydantic's own text quotes the input
 
 
 def apply_messages_result(
@@ -114,4 +114,4 @@ def coerce_prompt(prompt: Any, processor_id: str) -> Prompt:
             "process_llm_request",
             f"returned an invalid prompt ({format_validation_error(exc, root='prompt')}); return the list "
             "of PromptMessage objects it was given, edited",
-        ) from exc
+        ) from None  # pydantic's own text quotes the input

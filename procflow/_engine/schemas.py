@@ -213,7 +213,7 @@ def make_validator(schema: Any, step_id: str) -> Callable[[Any], Any] | None:
                 f"input does not match the step's input schema {name} ({problems}); make the step "
                 "before it return that shape, or add a .map(...) that converts it",
                 step_id=step_id,
-            ) from exc
+            ) from None  # pydantic's own text quotes the input
 
     return validate
 

@@ -83,7 +83,7 @@ class Tool:
                 f"invalid arguments: {format_validation_error(exc, root='arguments')}; call the tool again "
                 "with arguments that match its input schema",
                 tool_name=self.name,
-            ) from exc
+            ) from None  # pydantic's own text quotes the arguments
 
     async def call(self, args: dict[str, Any], context: ToolContext) -> Any:
         """Validate ``args`` and run the tool; return its result."""
