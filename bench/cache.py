@@ -21,8 +21,8 @@ from typing import Any
 
 from bench._harness import summarize, time_async
 from procflow import MessageList, RequestContext
-from procflow._engine import RunContext
 from procflow._messages import Prompt
+from procflow._runner.context import RunContext
 from procflow.cache import InMemoryServerCache, RedisCache, ServerCache
 from procflow.models import PromptMessage, PromptText
 from procflow.processors import ProcessLLMRequestArgs, ResponseCache

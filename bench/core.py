@@ -10,7 +10,10 @@ from typing import Any
 
 from bench._harness import Row, summarize, time_async
 from procflow import Agent, Chunk, MessageList
-from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner
+from procflow._runner.stream import StreamRunner
 from procflow.processors import ProcessInputArgs, ProcessOutputStreamArgs
 from procflow.testing import ScriptedModel
 

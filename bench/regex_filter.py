@@ -25,9 +25,9 @@ import regex
 
 from bench.regex_corpus import LANGUAGES, Document, corpus
 from procflow import Chunk, MessageList
-from procflow._engine import RunContext
-from procflow._engine.pipeline import ProcessorPipeline
-from procflow._engine.stream import StreamRunner
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.stream import StreamRunner
 from procflow.processors import RegexFilterProcessor
 from procflow.processors._regex_filter.presets import PRESET_NAMES, preset_patterns
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from bench._harness import summarize, time_async, time_sync
 from procflow import Chunk, Message, MessageContent, MessageList, RequestContext, TextPart, ToolInvocationPart
-from procflow._engine import RunContext
 from procflow._messages import Prompt
+from procflow._runner.context import RunContext
 from procflow.models import PromptReasoning, PromptText, PromptToolCall, PromptToolResult
 from procflow.processors import ProcessLLMRequestArgs, ProcessOutputStreamArgs, TiktokenCounter, TokenLimiter
 from procflow.processors._base import make_abort

@@ -10,7 +10,9 @@ import anyio
 from bench._harness import Row, time_async
 from bench.core import TrivialInput, TrivialStream, input_chain_row, stream_chain_row
 from procflow import MessageList
-from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner
 from procflow.processors import ProcessInputArgs
 from procflow.workflows import ProcessorStepSchema, create_step, create_workflow, select
 

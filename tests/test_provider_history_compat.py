@@ -21,8 +21,8 @@ from procflow import (
     ToolCall,
     ToolInvocationPart,
 )
-from procflow._engine import RunContext
 from procflow._messages.prompt import Prompt
+from procflow._runner.context import RunContext
 from procflow.errors import APICallError, ConfigurationError
 from procflow.models import (
     ModelRequest,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from log_support import captured_logs as capture_logs
 
 from procflow import Chunk, MessageList
-from procflow._engine import RunContext
-from procflow._engine.pipeline import ProcessorPipeline
-from procflow._engine.stream import StreamRunner
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.stream import StreamRunner
 from procflow.processors import ProcessorViolation, RegexFilterProcessor, RegexRule
 from procflow.testing import run_output_stream
 

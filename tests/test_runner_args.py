@@ -6,8 +6,10 @@ import dataclasses
 from typing import Any
 
 from procflow import Chunk, Message, MessageList, RequestContext
-from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
 from procflow._messages import OutputResult, StepResult
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner, StepSettings
 from procflow.processors._args import ProcessorArgs
 
 HOOKS = (

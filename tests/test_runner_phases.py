@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 
 from procflow import Message, MessageList, TripWire
-from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
 from procflow._messages import OutputResult, StepResult
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner, StepSettings
 from procflow.errors import ConfigurationError, ProcessorResultError
 from procflow.processors import (
     ProcessInputArgs,

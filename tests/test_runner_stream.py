@@ -10,8 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from procflow import Chunk, MessageList
-from procflow._engine import ProcessorPipeline, RunContext, StreamRunner
 from procflow._messages import OutputResult
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.stream import StreamRunner
 from procflow.errors import ProcessorFailedError
 from procflow.processors import ProcessOutputResultArgs, ProcessOutputStreamArgs
 from procflow.testing import run_output_stream
@@ -179,7 +181,7 @@ async def test_state_is_shared_between_stream_and_result_hooks() -> None:
         def process_output_result(self, args: ProcessOutputResultArgs) -> None:
             totals.append(args.state["words"])
 
-    from procflow._engine import PhaseRunner
+    from procflow._runner.runner import PhaseRunner
 
     ctx = RunContext(message_list=MessageList())
     pipeline = ProcessorPipeline.build([WordCounter()])

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from procflow import Agent, MessageList
-from procflow._engine import RunContext
 from procflow._error_rules import retryable_status
+from procflow._runner.context import RunContext
 from procflow.errors import APICallError, APIConnectionError, APITimeoutError, ConfigurationError
 from procflow.processors import ProcessAPIErrorArgs, StreamErrorRetryProcessor
 from procflow.processors._base import make_abort

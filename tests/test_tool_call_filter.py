@@ -8,8 +8,10 @@ import pytest
 from _agent_support import MODES, call
 
 from procflow import Agent, Message, MessageContent, MessageList, TextPart, ToolCall, ToolInvocationPart, tool
-from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
 from procflow._messages import Prompt, StepResult, StepStartPart
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner, StepSettings
 from procflow.errors import ConfigurationError
 from procflow.models import PromptText, PromptToolCall, PromptToolResult
 from procflow.processors import ProcessLLMRequestArgs, ToolCallFilter

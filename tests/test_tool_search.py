@@ -9,7 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from procflow import Agent, MessageList, RequestContext, ToolCall, ToolContext, tool
-from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StepSettings
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner, StepSettings
 from procflow.errors import ConfigurationError
 from procflow.memory import THREAD_ID_KEY
 from procflow.processors import ToolSearchProcessor

@@ -8,7 +8,9 @@ import anyio
 import pytest
 
 from procflow import Message, MessageList, TripWire
-from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner
 from procflow.processors import ProcessInputArgs
 from procflow.testing import run_input
 from procflow.workflows import ProcessorStepSchema, StepContext, create_step, create_workflow, select

@@ -16,7 +16,10 @@ from workflow_support import (
 )
 
 from procflow import Chunk, Message, MessageList, TripWire
-from procflow._engine import PhaseRunner, ProcessorPipeline, RunContext, StreamRunner
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner
+from procflow._runner.stream import StreamRunner
 from procflow.errors import ProcessorFailedError, ProcessorResultError
 from procflow.processors import (
     ProcessInputArgs,

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from procflow._agent.memory import MemoryProcessors
-from procflow._engine.pipeline import PipelineCache, ProcessorPipeline
 from procflow._messages.request_context import RequestContext
+from procflow._runner.pipeline import PipelineCache, ProcessorPipeline
 from procflow.errors import ConfigurationError
 from procflow.processors._args import ProcessInputStepArgs
 from procflow.processors._prefill_error_handler import PrefillErrorHandler

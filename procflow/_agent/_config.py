@@ -9,9 +9,9 @@ from typing import Any, TypeAlias, TypedDict
 from procflow._agent._assembly import PrepareStep, Processors
 from procflow._agent.memory import MemoryProcessors
 from procflow._agent.output import GenerateResult
-from procflow._engine.pipeline import PipelineCache
 from procflow._messages.message_list import MessageInput
 from procflow._messages.request_context import RequestContext
+from procflow._runner.pipeline import PipelineCache
 from procflow._tools._tool import Tool
 from procflow.models._base import LanguageModel
 

@@ -19,16 +19,16 @@ from procflow._agent._events import finish_chunk, step_finish_chunk
 from procflow._agent._step import ModelStep, StepEnd
 from procflow._agent._writer import ChunkWriter, PendingChunks
 from procflow._agent.output import AgentResponse, GenerateResult
-from procflow._engine.context import RunContext
-from procflow._engine.pipeline import processor_id_of
-from procflow._engine.runner import PhaseRunner
-from procflow._engine.stream import StreamRunner
 from procflow._logging import log
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import SignalInfo
 from procflow._messages.message_list import MessageList
 from procflow._messages.results import FinishReason, OutputResult, StepResult, Usage
 from procflow._messages.tripwire import TripWire, TripwireInfo
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import processor_id_of
+from procflow._runner.runner import PhaseRunner
+from procflow._runner.stream import StreamRunner
 from procflow.models._base import LanguageModel
 
 __all__ = ["AgentRun"]

@@ -16,12 +16,12 @@ from procflow._agent._collector import StepCollector
 from procflow._agent._config import DEFAULT_API_ERROR_RETRIES
 from procflow._agent._events import step_finish_chunk, step_start_chunk, tool_result_chunk
 from procflow._agent._tools import attach_data, execute_tool_calls, is_client_side, record_results
-from procflow._engine.runner import StepSettings
 from procflow._logging import log
 from procflow._messages.chunk import Chunk
 from procflow._messages.prompt import Prompt
 from procflow._messages.results import StepResult, ToolResult, Usage
 from procflow._messages.tripwire import TripWire
+from procflow._runner.runner import StepSettings
 from procflow.errors import ModelError
 from procflow.models._base import LanguageModel, ModelRequest
 

@@ -13,10 +13,10 @@ from procflow._agent._config import CALL_OPTION_NAMES, CallOptions, MemoryOption
 from procflow._agent._run import AgentRun
 from procflow._agent.memory import MemoryProcessors
 from procflow._agent.output import GenerateResult, StreamOutput
-from procflow._engine.pipeline import PipelineCache
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageInput
 from procflow._messages.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
+from procflow._runner.pipeline import PipelineCache
 from procflow._tools._tool import Tool, tool
 from procflow.errors import ConfigurationError
 from procflow.models._base import LanguageModel

@@ -80,7 +80,7 @@ def find_problems(pipeline: LoadedPipeline) -> list[Problem]:
     """Every problem of a loaded pipeline, errors first."""
     from procflow._cli.graph_command import compile_pipeline
     from procflow._cli.processing import RUN_HOOKS
-    from procflow._engine.pipeline import ProcessorPipeline
+    from procflow._runner.pipeline import ProcessorPipeline
 
     problems: list[Problem] = []
     try:

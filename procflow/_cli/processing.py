@@ -14,13 +14,13 @@ from typing import Literal
 from procflow._chat.format import Conversation
 from procflow._chat.violations import ViolationCollector, count_rules
 from procflow._cli.loading import LoadedPipeline
-from procflow._engine.context import RunContext
-from procflow._engine.pipeline import ProcessorPipeline
-from procflow._engine.runner import PhaseRunner
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageList
 from procflow._messages.results import OutputResult
 from procflow._messages.tripwire import TripWire, TripwireInfo
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner
 from procflow.processors._base import ProcessorViolation
 
 __all__ = ["RUN_HOOKS", "ConversationProcessor", "Outcome", "PhaseMode", "nested_processors"]

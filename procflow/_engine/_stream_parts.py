@@ -3,7 +3,7 @@
 A stage (:mod:`procflow._engine._stages`) says what it does to a chunk by returning parts; a sequence of
 parts is a :class:`StreamChain`. :meth:`StreamChain.open` builds the per-stream runtime, whose
 ``push(chunks)`` returns what comes out and ``flush()`` what was held back at the end. Consecutive
-processor parts are fused into one :class:`~procflow._engine.stream.StreamRunner`, exactly like the same
+processor parts are fused into one :class:`~procflow._runner.stream.StreamRunner`, exactly like the same
 processors listed in ``output_processors``. No workflow is run per chunk.
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
-from procflow._engine.context import RunContext
-from procflow._engine.pipeline import ProcessorPipeline
 from procflow._engine.plan import BranchOutputs, PlanNode
 from procflow._engine.run_state import RunState
-from procflow._engine.stream import StreamRunner
 from procflow._messages.chunk import Chunk
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.stream import StreamRunner
 
 __all__ = [
     "BranchPart",

@@ -28,7 +28,7 @@ EventSink = Callable[[WorkflowEvent], None]
 class RunState:
     """What one run of one workflow shares between its steps.
 
-    The processors of a request share a :class:`~procflow._engine.context.RunContext` instead; a
+    The processors of a request share a :class:`~procflow._runner.context.RunContext` instead; a
     processor workflow run inside a request has both (a ``RunState`` per phase call or stream).
 
     Attributes:

@@ -6,10 +6,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from procflow._engine.context import RunContext
-from procflow._engine.pipeline import ProcessorPipeline
-from procflow._engine.runner import PhaseRunner, StepSettings
-from procflow._engine.stream import StreamRunner
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageInput, MessageList
@@ -17,6 +13,10 @@ from procflow._messages.prompt import Prompt
 from procflow._messages.request_context import RequestContext
 from procflow._messages.results import OutputResult, StepResult
 from procflow._messages.tripwire import TripWire, TripwireInfo
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import ProcessorPipeline
+from procflow._runner.runner import PhaseRunner, StepSettings
+from procflow._runner.stream import StreamRunner
 
 __all__ = [
     "HookOutcome",

@@ -24,18 +24,18 @@ from typing import Any
 
 from procflow._engine._stages import stream_chain
 from procflow._engine._stream_parts import StreamChain, StreamEnv
-from procflow._engine.context import RunContext
 from procflow._engine.executor import execute_plan, run_lean
 from procflow._engine.graph import iter_processors
-from procflow._engine.pipeline import processor_id_of
 from procflow._engine.plan import PlanNode, WorkflowPlan
 from procflow._engine.run_state import RunState
-from procflow._engine.runner import StepSettings
 from procflow._logging import is_tracing
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageList
 from procflow._messages.results import OutputResult, StepResult
+from procflow._runner.context import RunContext
+from procflow._runner.pipeline import processor_id_of
+from procflow._runner.runner import StepSettings
 from procflow.errors import ConfigurationError, ProcessorResultError
 from procflow.processors._args import (
     MessagesResult,

@@ -6,14 +6,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from procflow._engine.context import RunContext
-from procflow._engine.runner import StepSettings
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageInput, MessageList
 from procflow._messages.prompt import Prompt
 from procflow._messages.request_context import RequestContext
 from procflow._messages.results import OutputResult, StepResult
+from procflow._runner.context import RunContext
+from procflow._runner.runner import StepSettings
 from procflow.processors._args import ProcessorArgs
 from procflow.processors._base import HookName
 

@@ -11,16 +11,16 @@ from typing_extensions import TypeVar as DefaultTypeVar
 
 from procflow._callables import is_async_callable
 from procflow._engine.executor import run_node_alone
-from procflow._engine.pipeline import ProcessorPipeline, processor_id_of
 from procflow._engine.plan import NodeCall, NodeKind, PlanNode
 from procflow._engine.retry import RetryPolicy
 from procflow._engine.run_state import RunState, StepContext
-from procflow._engine.runner import PhaseRunner, StepSettings
 from procflow._engine.schemas import make_validator
-from procflow._engine.stream import StreamRunner
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import Message
 from procflow._messages.request_context import RequestContext
+from procflow._runner.pipeline import ProcessorPipeline, processor_id_of
+from procflow._runner.runner import PhaseRunner, StepSettings
+from procflow._runner.stream import StreamRunner
 from procflow.errors import ConfigurationError, WorkflowRunError
 from procflow.processors._base import HOOK_NAMES, Processor
 from procflow.workflows._annotations import resolve_schemas

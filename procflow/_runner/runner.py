@@ -7,15 +7,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from procflow._engine.context import RunContext, report_tripwire
-from procflow._engine.pipeline import BoundHook, ProcessorPipeline
-from procflow._engine.results import apply_messages_result, coerce_prompt
 from procflow._logging import is_tracing, log
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import Message
 from procflow._messages.prompt import Prompt
 from procflow._messages.results import OutputResult, StepResult
 from procflow._messages.tripwire import TripWire
+from procflow._runner.context import RunContext, report_tripwire
+from procflow._runner.pipeline import BoundHook, ProcessorPipeline
+from procflow._runner.results import apply_messages_result, coerce_prompt
 from procflow.errors import ModelError, ProcessorFailedError, ProcessorResultError, ProcflowError
 from procflow.processors._args import (
     ProcessAPIErrorArgs,

@@ -28,13 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from procflow._engine.context import RunContext, report_tripwire
-from procflow._engine.pipeline import BoundHook, ProcessorPipeline
-from procflow._engine.runner import hook_failed
 from procflow._logging import log
 from procflow._messages.chunk import Chunk
 from procflow._messages.tripwire import TripWire
 from procflow._messages.writer import StreamWriter
+from procflow._runner.context import RunContext, report_tripwire
+from procflow._runner.pipeline import BoundHook, ProcessorPipeline
+from procflow._runner.runner import hook_failed
 from procflow.errors import ProcessorResultError
 from procflow.processors._args import ProcessOutputStreamArgs
 
