@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from procflow.agent.memory import MemoryProcessors
-from procflow.engine.pipeline import PipelineCache, ProcessorPipeline
+from procflow.engine.pipeline import PipelineCache, ProcessorPipeline, processor_id_of
 from procflow.errors import ConfigurationError
 from procflow.messages.request_context import RequestContext
 from procflow.processors.args import ProcessInputStepArgs
@@ -39,10 +39,42 @@ _PREFILL_HANDLER = PrefillErrorHandler()
 _ERROR_HOOKS = ("process_api_error",)
 
 
+_PHASE_HOOKS: dict[str, tuple[str, ...]] = {
+    "input_processors": (
+        "process_input",
+        "process_input_step",
+        "process_llm_request",
+        "process_llm_response",
+    ),
+    "output_processors": ("process_output_stream", "process_output_step", "process_output_result"),
+}
+"""The hooks an agent calls on the processors of each list (``process_api_error`` is called on all)."""
+
+
+def _check_phase(processors: Sequence[Any], what: str) -> None:
+    """A processor whose hooks the list never calls would be silently skipped: refuse it now."""
+    wanted = _PHASE_HOOKS.get(what)
+    if wanted is None:
+        return
+    for processor in processors:
+        problem = getattr(processor, "output_stream_problem", None)
+        if what == "output_processors" and isinstance(problem, str):
+            raise ConfigurationError(problem)
+        if callable(getattr(processor, "process_api_error", None)):
+            continue
+        if not any(callable(getattr(processor, hook, None)) for hook in wanted):
+            other = "output_processors" if what == "input_processors" else "input_processors"
+            raise ConfigurationError(
+                f"processor {processor_id_of(processor)!r} in {what} has none of the hooks an agent calls "
+                f"there ({', '.join(wanted)}), so it would never run; move it to {other}"
+            )
+
+
 def check_processors(value: Any, *, what: str) -> Processors:
-    """Validate a processors argument now (a list is built once to check ids and hooks)."""
+    """Validate a processors argument now (a list is built once to check ids, hooks and phases)."""
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         ProcessorPipeline.build(list(value))
+        _check_phase(value, what)
         return tuple(value)
     if callable(value):
         return value  # type: ignore[no-any-return]
@@ -62,6 +94,7 @@ async def _resolve(value: Processors, request_context: RequestContext, *, what: 
         raise ConfigurationError(
             f"the {what} factory returned {type(produced).__name__}; it must return a list of processors"
         )
+    _check_phase(produced, what)
     return list(produced)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from procflow._logging import is_tracing
 from procflow.engine._stages import stream_chain
-from procflow.engine._stream_parts import StreamChain, StreamEnv
+from procflow.engine._stream_parts import BranchPart, ForkPart, ProcessorsPart, StreamChain, StreamEnv
 from procflow.engine.context import RunContext
 from procflow.engine.executor import execute_plan, run_lean
 from procflow.engine.graph import iter_processors
@@ -98,6 +98,10 @@ class ProcessorAdapter:
         phases: The phases it takes part in.
         wants_flush: Whether an inner stream processor holds chunks back until the end of the stream.
         process_data_parts: Whether ``data-*`` chunks reach it (when any inner processor asks for them).
+        output_stream_problem: Why the workflow cannot guard an output stream (``None``: it can): a
+            processor that withholds text until its verdict sits in a parallel branch whose stream output
+            ``select`` drops, so the kept branch releases the text before that verdict. An agent refuses
+            the workflow among its ``output_processors``; as an input processor it is fine.
     """
 
     id: str
@@ -105,6 +109,7 @@ class ProcessorAdapter:
     phases: frozenset[ProcessorPhase]
     wants_flush: bool
     process_data_parts: bool
+    output_stream_problem: str | None = None
     _stream: StreamChain | None
 
     process_input = _Hook("input", "_input")
@@ -137,6 +142,14 @@ class ProcessorAdapter:
         self.wants_flush = any(callable(getattr(p, "flush_output_stream", None)) for p in processors)
         self.process_data_parts = any(bool(getattr(p, "process_data_parts", False)) for p in processors)
         self._stream = stream_chain(plan.stages) if "output_stream" in self.phases else None
+        dropped = _dropped_holders(self._stream) if self._stream is not None else []
+        if dropped:
+            self.output_stream_problem = (
+                f"workflow {self.id!r} cannot guard an output stream: {', '.join(map(repr, dropped))} "
+                "withholds text until its verdict, but sits in a parallel branch whose stream output "
+                "select(...) drops, so the kept branch releases that text first; run it in sequence "
+                "(.then) before or after the parallel block, or select its branch"
+            )
 
     async def _run(self, data: ProcessorStepData, hook: str) -> ProcessorStepData:
         plan = self.plan
@@ -279,6 +292,32 @@ class ProcessorAdapter:
         return await self._output_stream(args)
 
 
+def _holders(chain: StreamChain) -> list[str]:
+    """Ids of the processors in ``chain`` (at any depth) that withhold stream text until their verdict."""
+    found: list[str] = []
+    for part in chain.parts:
+        if isinstance(part, ProcessorsPart):
+            found += [processor_id_of(p) for p in part.processors if getattr(p, "holds_output_stream", False)]
+        elif isinstance(part, ForkPart):
+            found += [pid for branch in part.branches for pid in _holders(branch)]
+        elif isinstance(part, BranchPart):
+            found += [pid for _, branch in part.chains for pid in _holders(branch)]
+    return found
+
+
+def _dropped_holders(chain: StreamChain) -> list[str]:
+    """Holders inside parallel branches whose stream output a ``select`` drops."""
+    found: list[str] = []
+    for part in chain.parts:
+        if isinstance(part, ForkPart):
+            for index, branch in enumerate(part.branches):
+                found += _holders(branch) if part.join is None and index != part.keep else []
+                found += _dropped_holders(branch)
+        elif isinstance(part, BranchPart):
+            found += [pid for _, branch in part.chains for pid in _dropped_holders(branch)]
+    return found
+
+
 def _messages_result(out: ProcessorStepData, args: Any) -> MessagesResult:
     if out.message_list is args.message_list:
         return None
@@ -322,5 +361,8 @@ class _StreamSession:
         return out[0] if len(out) == 1 else (out or None)
 
     async def flush(self, args: ProcessOutputStreamArgs) -> StreamResult:
-        """End of stream: what the inner processors held back."""
+        """End of stream (or of an attempt thrown away for a retry): what the inner processors held back."""
+        if args.retry_count != self.retry_count:
+            self.retry_count = args.retry_count
+            self.env.set_retry_count(args.retry_count)
         return await self.root.flush() or None

@@ -66,6 +66,18 @@ class GuardBase:
         self.timeout = timeout
         self.cache = cache
 
+    @property
+    def holds_output_stream(self) -> bool:
+        """Whether the guard withholds streamed text until its verdict, to stop or drop what it flags.
+
+        Such a guard protects only the stream it sits in: in a parallel branch whose output ``select``
+        drops, the kept branch would release the text first, so an agent refuses that workflow among its
+        output processors. Reporting-only guards (``strategy="warn"``) hold nothing back that matters.
+        """
+        strategy = getattr(self, "strategy", None)
+        has_stream = callable(getattr(self, "process_output_stream", None))
+        return has_stream and (strategy in ("block", "filter") or self.on_error == "block")
+
     def judge_failed(self, args: Any, failure: JudgeFailure | None) -> None:
         """Apply ``on_error`` after a failed judge call: return (allow) or abort (block)."""
         kind = failure.kind if failure is not None else "error"

@@ -77,6 +77,9 @@ class ModerationProcessor(GuardBase):
         id: The processor id.
     """
 
+    process_data_parts = True
+    """``data-*`` chunks reach the stream hook: the strings in their data are judged too."""
+
     def __init__(
         self,
         *,
@@ -162,9 +165,11 @@ class ModerationProcessor(GuardBase):
         window = args.state.get("window")
         if window is None:
             window = args.state["window"] = StreamWindow(Segmenter(self.stream_window))
-        return await window.push(args.part, self._segment_judge(args))
+        return await window.push(args.part, self._segment_judge(args), attempt=args.retry_count)
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: judge and release the last window."""
         window: StreamWindow | None = args.state.get("window")
-        return await window.flush(self._segment_judge(args)) if window is not None else None
+        if window is None:
+            return None
+        return await window.flush(self._segment_judge(args), attempt=args.retry_count)
