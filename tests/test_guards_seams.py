@@ -399,3 +399,37 @@ async def test_a_reporting_guard_in_a_dropped_branch_and_a_selected_holder_are_f
     output = Agent(id="a", model=ScriptedModel(["I hate you. Bye."]), output_processors=[kept]).stream("x")
     assert "".join([t async for t in live_text(output)]) == ""
     assert output.tripwire is not None and output.tripwire.processor_id == "moderation"
+
+
+@pytest.mark.parametrize(("lang", "sentence", "values"), PERSONAL, ids=[p[0] for p in PERSONAL])
+@pytest.mark.parametrize("chunk_size", [1, 4, 100])
+async def test_reasoning_deltas_are_held_and_judged_like_text(
+    lang: str, sentence: str, values: tuple[str, ...], chunk_size: int
+) -> None:
+    """Reasoning reaches consumers too: its personal data is redacted, whatever the chunking."""
+    step = ScriptedStep(reasoning=f"{sentence} {sentence}", text=sentence, chunk_size=chunk_size)
+    output = Agent(id="a", model=ScriptedModel([step]), output_processors=[_pii()]).stream("x")
+    chunks = [c async for c in output.full_stream]
+    assert _leaks(_dump(chunks)) == []
+    assert output.result.reasoning_text.count("[") >= 2 * len(values)
+    assert (
+        output.text
+        == (
+            await Agent(id="a", model=ScriptedModel([sentence]), output_processors=[_pii()]).generate("x")
+        ).text
+    )
+
+
+@pytest.mark.parametrize(
+    ("reference", "says"),
+    [
+        ("misplaced", "would never run; move it to input_processors"),
+        ("dropped", "cannot guard an output stream"),
+    ],
+)
+def test_procflow_check_reports_a_guard_that_could_never_run(reference: str, says: str) -> None:
+    """`procflow check` fails on the same combinations, printing what is wrong and how to fix it."""
+    from cli_support import ROOT, procflow
+
+    done = procflow("check", f"{ROOT / 'tests' / 'fixtures' / 'guard_seams_pipelines.py'}:{reference}")
+    assert done.returncode != 0 and says in done.stdout

@@ -58,6 +58,10 @@ class ModerationVerdict(BaseModel):
 class ModerationProcessor(GuardBase):
     """Moderates input messages and the output stream with a judge model.
 
+    In the stream, text and reasoning are judged a window at a time, and the strings inside tool calls,
+    tool results and ``data-*`` chunks one by one (``block`` stops the request before a flagged tool
+    call runs; ``filter`` withholds the chunk).
+
     Args:
         model: The judge model (see :class:`GuardBase`).
         categories: The categories to judge (default :data:`DEFAULT_MODERATION_CATEGORIES`).

@@ -127,7 +127,9 @@ class PIIDetector(SentenceHolding, GuardBase):
     model saw once is redacted everywhere. In streams, text is held a sentence at a time (a sentence
     end is ``.!?…`` followed by whitespace, a CJK full stop, or a blank line; at most ``stream_window``
     characters): each sentence is judged whole before any of it is released, so no value the judge
-    flags is ever emitted in clear, whatever the chunking.
+    flags is ever emitted in clear, whatever the chunking. Reasoning deltas are held the same way, and
+    the strings inside tool calls, tool results and ``data-*`` chunks are judged one by one (with
+    ``redact``, a tool is handed the redacted arguments).
 
     Args:
         model: The judge model (see :class:`GuardBase`).

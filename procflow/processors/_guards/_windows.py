@@ -6,11 +6,13 @@ rewritten) or withholds them. Non-text chunks end the pending segment first, so 
 text that precedes them. Segment boundaries depend on the text only — never on where the provider
 split it — so any chunking gives the same segments and the same verdicts.
 
-Text also travels outside text deltas: in a ``tool-call``'s arguments, a ``tool-result``'s arguments and
-result, and a ``data-*`` chunk's data. Each string inside those is judged the same way (and rewritten in
-place, or the whole chunk withheld), so a guard does not go silent where a value moves into a tool call
-or a tool's progress data. When an attempt is thrown away for a retry (the stream is discarded), the
-held text is dropped unjudged: nobody will see it, so it costs no judge call and reports nothing.
+Reasoning deltas are held and judged the same way (a run of reasoning is a segment of its own), since
+consumers show reasoning too. Text also travels outside deltas: in a ``tool-call``'s arguments, a
+``tool-result``'s arguments and result, and a ``data-*`` chunk's data. Each string inside those is
+judged the same way (and rewritten in place, or the whole chunk withheld), so a guard does not go
+silent where a value moves into a tool call or a tool's progress data. When an attempt is thrown away
+for a retry (the stream is discarded), the held text is dropped unjudged: nobody will see it, so it
+costs no judge call and reports nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from procflow.messages import Chunk
 from procflow.processors._regex_filter.tool_args import map_strings
 
-__all__ = ["SENTENCE_END", "Segmenter", "SentenceHolding", "StreamWindow", "judged_chunk"]
+__all__ = ["HELD_KINDS", "SENTENCE_END", "Segmenter", "SentenceHolding", "StreamWindow", "judged_chunk"]
 
 SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？；]|\n\s*\n")
 """Where a sentence ends: ``.!?…`` followed by whitespace, CJK full stops, or a blank line."""
@@ -111,9 +113,13 @@ class Segmenter:
         return end
 
 
+HELD_KINDS = frozenset({"text-delta", "reasoning-delta"})
+"""The delta chunks whose text is held and judged in segments (reasoning reaches consumers too)."""
+
+
 @dataclass(slots=True)
 class StreamWindow:
-    """The held text of one stream for one guard."""
+    """The held text of one stream for one guard: one run of text (or of reasoning) deltas at a time."""
 
     segmenter: Segmenter
     pending: str = ""
@@ -125,25 +131,28 @@ class StreamWindow:
     async def push(self, chunk: Chunk, judge: Judged, *, attempt: int = 0) -> list[Chunk]:
         """Take one chunk of attempt number ``attempt`` (the retry count); return what may be released now.
 
-        Text deltas are held until their segment is complete; any other chunk releases the pending
-        segment first, then passes with the strings it carries judged (see :func:`judged_chunk`).
+        Text and reasoning deltas are held until their segment is complete (a switch from one to the
+        other ends the segment); any other chunk releases the pending segment first, then passes with
+        the strings it carries judged (see :func:`judged_chunk`).
         """
         self.attempt = attempt
-        if chunk.type == "text-delta":
-            self.pending += chunk.payload.get("text") or ""
-            self.template = self.template or chunk
-            cut = self.segmenter.cut(self.pending, self.searched)
-            if not cut:
-                self.searched = len(self.pending)
-                return []
-            segment, self.pending = self.pending[:cut], self.pending[cut:]
-            self.searched = 0
-            return await self._judged(segment, judge)
-        out = await self.flush(judge, attempt=attempt)
-        checked = await judged_chunk(chunk, judge)
-        if checked is not None:
-            out.append(checked)
-        return out
+        if chunk.type not in HELD_KINDS:
+            out = await self.flush(judge, attempt=attempt)
+            checked = await judged_chunk(chunk, judge)
+            return [*out, checked] if checked is not None else out
+        out = []
+        if self.template is not None and self.template.type != chunk.type:
+            out = await self.flush(judge, attempt=attempt)
+        if not self.pending:
+            self.template = chunk
+        self.pending += chunk.payload.get("text") or ""
+        cut = self.segmenter.cut(self.pending, self.searched)
+        if not cut:
+            self.searched = len(self.pending)
+            return out
+        segment, self.pending = self.pending[:cut], self.pending[cut:]
+        self.searched = 0
+        return [*out, *await self._judged(segment, judge)]
 
     async def flush(self, judge: Judged, *, attempt: int | None = None) -> list[Chunk]:
         """Judge and release whatever is pending (end of a text block or of the stream).
@@ -164,9 +173,10 @@ class StreamWindow:
         if not text:
             return []
         template = self.template
+        kind = template.type if template is not None else "text-delta"
         payload = dict(template.payload) if template is not None else {}
         payload["text"] = text
-        return [Chunk("text-delta", payload)]
+        return [Chunk(kind, payload)]
 
 
 class SentenceHolding:
