@@ -12,7 +12,13 @@ from pydantic import BaseModel, Field
 from procflow.messages import Message
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import message_texts, rewrite_texts, user_facing
+from procflow.processors._guards._texts import (
+    message_texts,
+    rewrite_texts,
+    rewrite_tool_strings,
+    tool_strings,
+    user_facing,
+)
 from procflow.processors._guards._windows import SentenceHolding
 from procflow.processors.args import ProcessInputArgs
 
@@ -227,19 +233,19 @@ class PIIDetector(SentenceHolding, GuardBase):
         return None if self.strategy == "filter" else text
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message's texts; block, report, drop or redact."""
+        """Judge each user message's texts and every message's tool calls; block, report, drop or redact."""
         out: list[Message] = []
         judged = {id(m) for m in user_facing(args.messages)}
         for message in args.messages:
-            if id(message) not in judged or not message_texts(message):
-                out.append(message)
-                continue
+            texts = message_texts(message) if id(message) in judged else []
             results: dict[str, str] = {}
-            for text in message_texts(message):
+            for text in [*texts, *tool_strings(message)]:
                 new = await self._apply(text, args)
                 if new is None:
                     break
                 results[text] = new
             else:
-                out.append(rewrite_texts(message, partial(_lookup, results)))
+                lookup = partial(_lookup, results)
+                rewritten = rewrite_texts(message, lookup) if texts else message
+                out.append(rewrite_tool_strings(rewritten, lookup))
         return out
