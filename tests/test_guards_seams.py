@@ -386,7 +386,7 @@ def test_a_holding_guard_in_a_dropped_parallel_branch_cannot_guard_the_output_st
     """Its verdict would come after the kept branch released the text: Agent() refuses the workflow."""
     moderation = ModerationProcessor(model=scripted_judge(), strategy=strategy)  # type: ignore[arg-type]
     workflow = _parallel(_pii(), moderation)
-    with pytest.raises(ConfigurationError, match="'moderation' withholds text until its verdict"):
+    with pytest.raises(ConfigurationError, match="'moderation' holds text back until its verdict"):
         Agent(id="a", model=ScriptedModel(["x"]), output_processors=[workflow])
     Agent(id="a", model=ScriptedModel(["x"]), input_processors=[workflow])  # on input it is fine
 
@@ -496,3 +496,34 @@ async def test_an_injection_inside_a_replayed_tool_call_is_blocked(lang: str, wh
         [m.model_dump(mode="json") for m in filtered.model.requests[0].prompt],
         ensure_ascii=False,  # type: ignore[union-attr]
     )
+
+
+@pytest.mark.parametrize("strategy", ["redact", "warn", "block"])
+def test_a_holding_guard_in_a_branch_case_cannot_guard_the_output_stream(strategy: str) -> None:
+    """.branch routes each chunk on its own: a holding guard there would see part of a sentence."""
+    from procflow.workflows import create_step
+
+    def has_at(ctx: Any) -> bool:
+        return "@" in ctx.input_data.text
+
+    guard = PIIDetector(model=scripted_judge(), strategy=strategy)  # type: ignore[arg-type]
+    workflow = (
+        create_workflow(id="routed", input_schema=ProcessorStepSchema, output_schema=ProcessorStepSchema)
+        .branch([(has_at, create_step(guard))])
+        .commit()
+    )
+    with pytest.raises(
+        ConfigurationError, match=r"'pii-detector' holds text back .* \.branch\(\.\.\.\) case"
+    ):
+        Agent(id="a", model=ScriptedModel(["x"]), output_processors=[workflow])
+    Agent(id="a", model=ScriptedModel(["x"]), input_processors=[workflow])  # on input it is fine
+
+
+async def test_the_phase_check_covers_call_overrides_and_spares_a_pipeline_given_for_both_sides() -> None:
+    """A per-call list is checked like the agent's; one object in both lists (as the CLI does) is fine."""
+    agent = Agent(id="a", model=ScriptedModel(["x", "y"]))
+    with pytest.raises(ConfigurationError, match="move it to input_processors"):
+        await agent.generate("hi", output_processors=[PromptInjectionDetector(model=scripted_judge())])
+    shared = [PromptInjectionDetector(model=scripted_judge()), SystemPromptScrubber()]
+    both = Agent(id="b", model=ScriptedModel(["fine"]), input_processors=shared, output_processors=shared)
+    assert (await both.generate("hello there")).text == "fine"

@@ -21,6 +21,7 @@ __all__ = [
     "ProcessorsFactory",
     "RequestPipelines",
     "build_pipelines",
+    "check_phases",
     "check_processors",
 ]
 
@@ -51,30 +52,43 @@ _PHASE_HOOKS: dict[str, tuple[str, ...]] = {
 """The hooks an agent calls on the processors of each list (``process_api_error`` is called on all)."""
 
 
-def _check_phase(processors: Sequence[Any], what: str) -> None:
-    """A processor whose hooks the list never calls would be silently skipped: refuse it now."""
-    wanted = _PHASE_HOOKS.get(what)
-    if wanted is None:
+def check_phases(inputs: Processors, outputs: Processors) -> None:
+    """Refuse a processor an agent would silently never run, or a workflow that cannot guard a stream.
+
+    A processor among the input processors with none of the input hooks (or the reverse) is an error,
+    unless the same object is in the other list too (a pipeline given for both sides, as the CLI
+    does). A processor workflow whose ``output_stream_problem`` is set cannot be an output processor.
+    """
+    if not isinstance(inputs, Sequence) or not isinstance(outputs, Sequence):
+        return  # factories: their lists are made per request
+    for what, processors, other in (
+        ("input_processors", inputs, outputs),
+        ("output_processors", outputs, inputs),
+    ):
+        elsewhere = {id(p) for p in other}
+        for processor in processors:
+            problem = getattr(processor, "output_stream_problem", None)
+            if what == "output_processors" and isinstance(problem, str):
+                raise ConfigurationError(problem)
+            _check_phase(processor, what, also_elsewhere=id(processor) in elsewhere)
+
+
+def _check_phase(processor: Any, what: str, *, also_elsewhere: bool) -> None:
+    wanted = _PHASE_HOOKS[what]
+    if also_elsewhere or callable(getattr(processor, "process_api_error", None)):
         return
-    for processor in processors:
-        problem = getattr(processor, "output_stream_problem", None)
-        if what == "output_processors" and isinstance(problem, str):
-            raise ConfigurationError(problem)
-        if callable(getattr(processor, "process_api_error", None)):
-            continue
-        if not any(callable(getattr(processor, hook, None)) for hook in wanted):
-            other = "output_processors" if what == "input_processors" else "input_processors"
-            raise ConfigurationError(
-                f"processor {processor_id_of(processor)!r} in {what} has none of the hooks an agent calls "
-                f"there ({', '.join(wanted)}), so it would never run; move it to {other}"
-            )
+    if not any(callable(getattr(processor, hook, None)) for hook in wanted):
+        other = "output_processors" if what == "input_processors" else "input_processors"
+        raise ConfigurationError(
+            f"processor {processor_id_of(processor)!r} in {what} has none of the hooks an agent calls "
+            f"there ({', '.join(wanted)}), so it would never run; move it to {other}"
+        )
 
 
 def check_processors(value: Any, *, what: str) -> Processors:
-    """Validate a processors argument now (a list is built once to check ids, hooks and phases)."""
+    """Validate a processors argument now (a list is built once to check ids and hooks)."""
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         ProcessorPipeline.build(list(value))
-        _check_phase(value, what)
         return tuple(value)
     if callable(value):
         return value  # type: ignore[no-any-return]
@@ -94,7 +108,6 @@ async def _resolve(value: Processors, request_context: RequestContext, *, what: 
         raise ConfigurationError(
             f"the {what} factory returned {type(produced).__name__}; it must return a list of processors"
         )
-    _check_phase(produced, what)
     return list(produced)
 
 

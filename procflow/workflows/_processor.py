@@ -100,8 +100,10 @@ class ProcessorAdapter:
         process_data_parts: Whether ``data-*`` chunks reach it (when any inner processor asks for them).
         output_stream_problem: Why the workflow cannot guard an output stream (``None``: it can): a
             processor that withholds text until its verdict sits in a parallel branch whose stream output
-            ``select`` drops, so the kept branch releases the text before that verdict. An agent refuses
-            the workflow among its ``output_processors``; as an input processor it is fine.
+            ``select`` drops (the kept branch releases the text before that verdict), or in a
+            ``.branch`` case (each chunk is routed on its own, so it would see only some of a
+            sentence). An agent refuses the workflow among its ``output_processors``; as an input
+            processor it is fine.
     """
 
     id: str
@@ -142,13 +144,12 @@ class ProcessorAdapter:
         self.wants_flush = any(callable(getattr(p, "flush_output_stream", None)) for p in processors)
         self.process_data_parts = any(bool(getattr(p, "process_data_parts", False)) for p in processors)
         self._stream = stream_chain(plan.stages) if "output_stream" in self.phases else None
-        dropped = _dropped_holders(self._stream) if self._stream is not None else []
-        if dropped:
+        problems = _stream_problems(self._stream) if self._stream is not None else []
+        if problems:
+            pid, why = problems[0]
             self.output_stream_problem = (
-                f"workflow {self.id!r} cannot guard an output stream: {', '.join(map(repr, dropped))} "
-                "withholds text until its verdict, but sits in a parallel branch whose stream output "
-                "select(...) drops, so the kept branch releases that text first; run it in sequence "
-                "(.then) before or after the parallel block, or select its branch"
+                f"workflow {self.id!r} cannot guard an output stream: {pid!r} holds text back until its "
+                f"verdict, but {why}"
             )
 
     async def _run(self, data: ProcessorStepData, hook: str) -> ProcessorStepData:
@@ -292,29 +293,42 @@ class ProcessorAdapter:
         return await self._output_stream(args)
 
 
-def _holders(chain: StreamChain) -> list[str]:
-    """Ids of the processors in ``chain`` (at any depth) that withhold stream text until their verdict."""
+def _holders(chain: StreamChain, attribute: str) -> list[str]:
+    """Ids of the processors in ``chain`` (at any depth) whose ``attribute`` is true."""
     found: list[str] = []
     for part in chain.parts:
         if isinstance(part, ProcessorsPart):
-            found += [processor_id_of(p) for p in part.processors if getattr(p, "holds_output_stream", False)]
+            found += [processor_id_of(p) for p in part.processors if getattr(p, attribute, False)]
         elif isinstance(part, ForkPart):
-            found += [pid for branch in part.branches for pid in _holders(branch)]
+            found += [pid for branch in part.branches for pid in _holders(branch, attribute)]
         elif isinstance(part, BranchPart):
-            found += [pid for _, branch in part.chains for pid in _holders(branch)]
+            found += [pid for _, branch in part.chains for pid in _holders(branch, attribute)]
     return found
 
 
-def _dropped_holders(chain: StreamChain) -> list[str]:
-    """Holders inside parallel branches whose stream output a ``select`` drops."""
-    found: list[str] = []
+_DROPPED = (
+    "sits in a parallel branch whose stream output select(...) drops, so the kept branch releases that "
+    "text first; run it in sequence (.then) before or after the parallel block, or select its branch"
+)
+_ROUTED = (
+    "sits in a .branch(...) case, which routes each stream chunk on its own, so it would judge some "
+    "chunks of a sentence and let the others pass, out of order; run it in sequence (.then) instead"
+)
+
+
+def _stream_problems(chain: StreamChain) -> list[tuple[str, str]]:
+    """``(processor id, why)`` for each holder placed where its hold cannot protect the stream."""
+    found: list[tuple[str, str]] = []
     for part in chain.parts:
         if isinstance(part, ForkPart):
             for index, branch in enumerate(part.branches):
-                found += _holders(branch) if part.join is None and index != part.keep else []
-                found += _dropped_holders(branch)
+                dropped = part.join is None and index != part.keep
+                if dropped:
+                    found += [(pid, _DROPPED) for pid in _holders(branch, "stops_output_stream")]
+                else:
+                    found += _stream_problems(branch)
         elif isinstance(part, BranchPart):
-            found += [pid for _, branch in part.chains for pid in _dropped_holders(branch)]
+            found += [(pid, _ROUTED) for _, c in part.chains for pid in _holders(c, "holds_output_stream")]
     return found
 
 
