@@ -70,6 +70,24 @@ def _pii() -> PIIDetector:
 
 
 @pytest.mark.parametrize(("lang", "sentence", "values"), PERSONAL, ids=[p[0] for p in PERSONAL])
+async def test_generate_redacts_tool_calls_like_stream(
+    lang: str, sentence: str, values: tuple[str, ...]
+) -> None:
+    """generate() runs the same stream guards: the recorded tool call and the messages are redacted."""
+    received.clear()
+    model = ScriptedModel([ScriptedStep(tool_calls=[("lookup_customer", {"query": sentence})]), "Found."])
+    agent = Agent(id="a", model=model, tools=[lookup_customer], output_processors=[_pii()])
+    result = await agent.generate("who?")
+    assert _leaks(json.dumps(result.steps[0].tool_calls[0].args, ensure_ascii=False)) == []
+    stored = json.dumps([m.model_dump(mode="json") for m in result.response.messages], ensure_ascii=False)
+    assert _leaks(stored) == [] and _leaks(json.dumps(received, ensure_ascii=False)) == []
+    assert (
+        _leaks(json.dumps([m.model_dump(mode="json") for m in model.requests[1].prompt], ensure_ascii=False))
+        == []
+    )
+
+
+@pytest.mark.parametrize(("lang", "sentence", "values"), PERSONAL, ids=[p[0] for p in PERSONAL])
 async def test_personal_data_in_tool_calls_results_and_data_chunks_is_redacted(
     lang: str, sentence: str, values: tuple[str, ...]
 ) -> None:
@@ -527,3 +545,13 @@ async def test_the_phase_check_covers_call_overrides_and_spares_a_pipeline_given
     shared = [PromptInjectionDetector(model=scripted_judge()), SystemPromptScrubber()]
     both = Agent(id="b", model=ScriptedModel(["fine"]), input_processors=shared, output_processors=shared)
     assert (await both.generate("hello there")).text == "fine"
+
+
+@pytest.mark.parametrize("lang", sorted(HATEFUL))
+async def test_moderation_judges_a_replayed_tool_result(lang: str) -> None:
+    """A flagged replayed tool result is dropped with filter, so the model never receives it."""
+    model = ScriptedModel(["fine"])
+    guard = ModerationProcessor(model=scripted_judge(), strategy="filter")
+    await Agent(id="a", model=model, input_processors=[guard]).generate(_history({"q": "x"}, HATEFUL[lang]))
+    sent = json.dumps([m.model_dump(mode="json") for m in model.requests[0].prompt], ensure_ascii=False)
+    assert HATEFUL[lang] not in sent and "Thanks, and then?" in sent

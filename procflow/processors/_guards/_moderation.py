@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from procflow.messages import Chunk, Message
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import message_texts, user_facing
+from procflow.processors._guards._texts import message_texts, tool_strings, user_facing
 from procflow.processors._guards._windows import Segmenter, StreamWindow
 from procflow.processors.args import ProcessInputArgs, ProcessOutputStreamArgs, StreamResult
 
@@ -148,11 +148,11 @@ class ModerationProcessor(GuardBase):
         return None if self.strategy == "filter" else flagged
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message; block, report or drop the flagged ones."""
+        """Judge each user message and every message's tool calls; block, report or drop the flagged ones."""
         kept: list[Message] = []
         judged = {id(m) for m in user_facing(args.messages)}
         for message in args.messages:
-            texts = message_texts(message) if id(message) in judged else []
+            texts = [*(message_texts(message) if id(message) in judged else []), *tool_strings(message)]
             if texts and await self._verdict("\n".join(texts), args) is None:
                 continue
             kept.append(message)
