@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from guard_support import live_text, scripted_judge
+from guard_support import chunked, live_text, scripted_judge
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -179,16 +179,6 @@ async def test_a_provider_error_retry_drops_held_text_unjudged(
 ANSWERS = [sentence + " " + HATEFUL["en"] if lang == "en" else sentence for lang, sentence, _ in PERSONAL]
 
 
-def _cut(text: str, cuts: list[int]) -> list[str]:
-    pieces, rest = [], text
-    for cut in cuts:
-        if not rest:
-            break
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    return [*pieces, rest] if rest else pieces
-
-
 @settings(max_examples=40, deadline=None)
 @given(
     answer=st.sampled_from([s for _, s, _ in PERSONAL]),
@@ -200,7 +190,7 @@ async def test_any_chunking_and_any_break_point_of_a_retried_stream(
 ) -> None:
     """Whatever the split points and wherever the first attempt breaks, no value is ever delivered in
     clear and the accepted text is exactly what generate() returns."""
-    pieces = [Chunk.text_delta(p) for p in _cut(answer, cuts)]
+    pieces = [Chunk.text_delta(p) for p in chunked(answer, cuts)]
     broken = ScriptedStep(chunks=pieces[:broken_after], error=APICallError("reset", kind="connection"))
     agent, _ = _retrying_agent(broken, ScriptedStep(chunks=pieces), [_pii()])  # type: ignore[arg-type]
     seen = ""
@@ -334,7 +324,7 @@ async def test_a_guard_gives_the_same_verdict_listed_directly_or_in_any_workflow
     def make() -> list[Any]:
         return [_pii(), ModerationProcessor(model=scripted_judge(), strategy="filter")]
 
-    pieces = [Chunk.text_delta(p) for p in _cut(answer, cuts)]
+    pieces = [Chunk.text_delta(p) for p in chunked(answer, cuts)]
     model = ScriptedModel([ScriptedStep(chunks=pieces)])
     seen = ""
     async for piece in live_text(

@@ -33,7 +33,10 @@ SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？；]|\n\s*\n")
 Judged = Callable[[str], Awaitable[str | None]]
 """Judges one segment: returns the text to release (the same, or rewritten), or ``None`` to withhold it."""
 
-_CARRIED: dict[str, tuple[str, ...]] = {"tool-call": ("args",), "tool-result": ("args", "result")}
+_CARRIED: dict[str, tuple[str, ...]] = {
+    "tool-call": ("args",),
+    "tool-result": ("args", "result", "model_output"),
+}
 """The payload fields of the non-text chunks that carry text, by chunk type (``data-*``: ``data``)."""
 
 
