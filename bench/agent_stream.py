@@ -103,7 +103,7 @@ async def run(size: str = "full") -> list[Row]:
         Row("agent_stream", "agent stream, no processors: cost per chunk", per_chunk(bare), "µs"),
         Row(
             "agent_stream",
-            "agent stream, output guard (normalise + redact pii/secrets): added cost per chunk",
+            "agent stream, output guard (redact pii/secrets): added cost per chunk",
             per_chunk(guard - bare),
             "µs",
             baseline=per_chunk(bare),
