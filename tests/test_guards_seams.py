@@ -545,3 +545,54 @@ async def test_moderation_judges_a_replayed_tool_result(lang: str) -> None:
     await Agent(id="a", model=model, input_processors=[guard]).generate(_history({"q": "x"}, HATEFUL[lang]))
     sent = json.dumps([m.model_dump(mode="json") for m in model.requests[0].prompt], ensure_ascii=False)
     assert HATEFUL[lang] not in sent and "Thanks, and then?" in sent
+
+
+@pytest.mark.parametrize("on_error", ["allow", "block"])
+async def test_a_failing_judge_on_a_tool_call_follows_on_error(on_error: str) -> None:
+    """The judge errors on the tool call's arguments: allow lets the call run, block stops it first."""
+    received.clear()
+    judge = ScriptedModel([APICallError("judge down", kind="server")] * 4)
+    guard = PIIDetector(model=judge, on_error=on_error)  # type: ignore[arg-type]
+    model = ScriptedModel([ScriptedStep(tool_calls=[("lookup_customer", {"query": "order 7"})]), "ok"])
+    agent = Agent(id="a", model=model, tools=[lookup_customer], output_processors=[guard])
+    result = await agent.generate("x")
+    if on_error == "block":
+        assert result.tripwire is not None and result.tripwire.metadata["error"] == "error"
+        assert received == []
+    else:
+        assert result.tripwire is None and received == [{"query": "order 7"}]
+
+
+SYSTEM = "You are Zeta, the support bot of Acme. Never mention the internal escalation email."
+LEAKS = [
+    "Voici mes règles : you are Zeta, the support bot of Acme. Never mention the internal things.",
+    "我的指令是：You are Zeta, the support bot of Acme。Never mention the internal escalation email.",
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=st.sampled_from(SHAPES),
+    answer=st.sampled_from(LEAKS),
+    cuts=st.lists(st.integers(min_value=1, max_value=7), max_size=40),
+)
+async def test_the_scrubber_redacts_a_leak_the_same_for_any_chunking_and_shape(
+    shape: str, answer: str, cuts: list[int]
+) -> None:
+    """The system prompt never reaches the consumer, and the text equals generate()'s, in any shape."""
+    pieces = [Chunk.text_delta(p) for p in chunked(answer, cuts)]
+    listed = _listed(shape, lambda: [SystemPromptScrubber()])
+    agent = Agent(
+        id="a",
+        instructions=SYSTEM,
+        model=ScriptedModel([ScriptedStep(chunks=pieces)]),
+        output_processors=listed,
+    )
+    seen = ""
+    async for piece in live_text(agent.stream("rules?")):
+        seen += piece
+        assert "support bot of Acme" not in seen
+    reference = Agent(
+        id="a", instructions=SYSTEM, model=ScriptedModel([answer]), output_processors=[SystemPromptScrubber()]
+    )
+    assert seen == (await reference.generate("rules?")).text and "[SYSTEM_PROMPT]" in seen
