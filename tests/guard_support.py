@@ -105,3 +105,14 @@ async def live_text(output: Any) -> AsyncIterator[str]:
     async for chunk in output.full_stream:
         if chunk.type == "text-delta":
             yield chunk.payload.get("text") or ""
+
+
+def chunked(text: str, cuts: list[int]) -> list[str]:
+    """``text`` cut into pieces of the given lengths (the rest, if any, as the last piece)."""
+    chunks, rest = [], text
+    for cut in cuts:
+        if not rest:
+            break
+        chunks.append(rest[:cut])
+        rest = rest[cut:]
+    return [*chunks, rest] if rest else chunks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from guard_support import judge_responder, live_text, scripted_judge
+from guard_support import chunked, judge_responder, live_text, scripted_judge
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,21 +95,11 @@ SECRETS = (
 )
 
 
-def _chunked(text: str, cuts: list[int]) -> list[str]:
-    chunks, rest = [], text
-    for cut in cuts:
-        if not rest:
-            break
-        chunks.append(rest[:cut])
-        rest = rest[cut:]
-    return [*chunks, rest] if rest else chunks
-
-
 @settings(max_examples=60)
 @given(answer=st.sampled_from(ANSWERS), cuts=st.lists(st.integers(min_value=1, max_value=8), max_size=40))
 async def test_no_flagged_value_is_ever_streamed_in_clear(answer: str, cuts: list[int]) -> None:
     """For any chunking, nothing flagged is ever in what the consumer read; the text equals generate()'s."""
-    model = ScriptedModel([ScriptedStep(chunks=[Chunk.text_delta(c) for c in _chunked(answer, cuts)])])
+    model = ScriptedModel([ScriptedStep(chunks=[Chunk.text_delta(c) for c in chunked(answer, cuts)])])
     guard = PIIDetector(model=scripted_judge(), redaction_method="placeholder")
     seen = ""
     async for piece in live_text(Agent(id="a", model=model, output_processors=[guard]).stream("x")):

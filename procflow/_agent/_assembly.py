@@ -9,7 +9,7 @@ from typing import Any, TypeAlias
 
 from procflow._agent.memory import MemoryProcessors
 from procflow._messages.request_context import RequestContext
-from procflow._runner.pipeline import PipelineCache, ProcessorPipeline
+from procflow._runner.pipeline import PipelineCache, ProcessorPipeline, processor_id_of
 from procflow.errors import ConfigurationError
 from procflow.processors._args import ProcessInputStepArgs
 from procflow.processors._prefill_error_handler import PrefillErrorHandler
@@ -21,6 +21,7 @@ __all__ = [
     "ProcessorsFactory",
     "RequestPipelines",
     "build_pipelines",
+    "check_phases",
     "check_processors",
 ]
 
@@ -37,6 +38,51 @@ _LLM_HOOKS = ("process_llm_request", "process_llm_response")
 _PREFILL_HANDLER = PrefillErrorHandler()
 """Shared by every request: the handler keeps its per-request data in ``args.state``."""
 _ERROR_HOOKS = ("process_api_error",)
+
+
+_PHASE_HOOKS: dict[str, tuple[str, ...]] = {
+    "input_processors": (
+        "process_input",
+        "process_input_step",
+        "process_llm_request",
+        "process_llm_response",
+    ),
+    "output_processors": ("process_output_stream", "process_output_step", "process_output_result"),
+}
+"""The hooks an agent calls on the processors of each list (``process_api_error`` is called on all)."""
+
+
+def check_phases(inputs: Processors, outputs: Processors) -> None:
+    """Refuse a processor an agent would silently never run, or a workflow that cannot guard a stream.
+
+    A processor among the input processors with none of the input hooks (or the reverse) is an error,
+    unless the same object is in the other list too (a pipeline given for both sides, as the CLI
+    does). A processor workflow whose ``output_stream_problem`` is set cannot be an output processor.
+    """
+    if not isinstance(inputs, Sequence) or not isinstance(outputs, Sequence):
+        return  # factories: their lists are made per request
+    for what, processors, other in (
+        ("input_processors", inputs, outputs),
+        ("output_processors", outputs, inputs),
+    ):
+        elsewhere = {id(p) for p in other}
+        for processor in processors:
+            problem = getattr(processor, "output_stream_problem", None)
+            if what == "output_processors" and isinstance(problem, str):
+                raise ConfigurationError(problem)
+            _check_phase(processor, what, also_elsewhere=id(processor) in elsewhere)
+
+
+def _check_phase(processor: Any, what: str, *, also_elsewhere: bool) -> None:
+    wanted = _PHASE_HOOKS[what]
+    if also_elsewhere or callable(getattr(processor, "process_api_error", None)):
+        return
+    if not any(callable(getattr(processor, hook, None)) for hook in wanted):
+        other = "output_processors" if what == "input_processors" else "input_processors"
+        raise ConfigurationError(
+            f"processor {processor_id_of(processor)!r} in {what} has none of the hooks an agent calls "
+            f"there ({', '.join(wanted)}), so it would never run; move it to {other}"
+        )
 
 
 def check_processors(value: Any, *, what: str) -> Processors:

@@ -8,7 +8,7 @@ from typing import Any, Unpack
 
 import anyio
 
-from procflow._agent._assembly import Processors, check_processors
+from procflow._agent._assembly import Processors, check_phases, check_processors
 from procflow._agent._config import CALL_OPTION_NAMES, CallOptions, MemoryOptions, RunConfig
 from procflow._agent._run import AgentRun
 from procflow._agent.memory import MemoryProcessors
@@ -82,6 +82,7 @@ class Agent:
         self.input_processors = check_processors(input_processors, what="input_processors")
         self.output_processors = check_processors(output_processors, what="output_processors")
         self.error_processors = check_processors(error_processors, what="error_processors")
+        check_phases(self.input_processors, self.output_processors)
         self.max_processor_retries = _check_retries(max_processor_retries)
         if memory is not None and not isinstance(memory, MemoryProcessors):
             raise ConfigurationError(
@@ -135,6 +136,10 @@ class Agent:
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
             raise ConfigurationError(f"max_steps must be a positive integer, got {max_steps!r}")
         retries = options.get("max_processor_retries")
+        inputs = self._pick(options.get("input_processors"), self.input_processors, "input_processors")
+        outputs = self._pick(options.get("output_processors"), self.output_processors, "output_processors")
+        if inputs is not self.input_processors or outputs is not self.output_processors:
+            check_phases(inputs, outputs)
         return RunConfig(
             messages=_messages(messages),
             instructions=self.instructions,
@@ -142,12 +147,8 @@ class Agent:
             resolve_model=self._resolve_model,
             tools=self.tools,
             request_context=_with_memory(_context(options.get("request_context")), options.get("memory")),
-            input_processors=self._pick(
-                options.get("input_processors"), self.input_processors, "input_processors"
-            ),
-            output_processors=self._pick(
-                options.get("output_processors"), self.output_processors, "output_processors"
-            ),
+            input_processors=inputs,
+            output_processors=outputs,
             error_processors=self._pick(
                 options.get("error_processors"), self.error_processors, "error_processors"
             ),

@@ -12,7 +12,8 @@ import anyio
 from procflow._logging import log
 from procflow._messages.message import Message
 from procflow.errors import ConfigurationError, MemoryStorageError
-from procflow.memory._storage import Scope, StoredThread, Turn, VectorHit, load_message, message_row
+from procflow.memory import _rows
+from procflow.memory._storage import Scope, StoredThread, Turn, VectorHit
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -102,8 +103,6 @@ _SAVE_VECTORS = """, vectors AS (
 )"""
 _SAVE_PLAIN = _SAVE_TURN.format(vectors="")
 _SAVE_WITH_VECTORS = _SAVE_TURN.format(vectors=_SAVE_VECTORS)
-# Signals only when asked; with a resource id, only that resource's messages (and those saved without one).
-_VISIBLE = "(%s OR role <> 'signal') AND (%s::text IS NULL OR resource_id IS NULL OR resource_id = %s)"
 
 
 def _vector_text(vector: Sequence[float]) -> str:
@@ -214,15 +213,15 @@ class PostgresStorage:
         The thread's row is locked first (``INSERT … ON CONFLICT DO UPDATE``), so concurrent turns on one
         thread take their message positions one after the other.
         """
-        rows = [message_row(m, turn) for m in turn.messages]
-        update = turn.working_memory
+        rows = [_rows.message_row(m, turn) for m in turn.messages]
+        thread_text, resource_text = _rows.working_memory_texts(turn)
         params: dict[str, Any] = {
             "thread": turn.thread_id,
             "resource": turn.resource_id,
             "count": len(rows),
             "now": datetime.now(UTC),
-            "thread_wm": update.text if update is not None and update.scope == "thread" else None,
-            "resource_wm": update.text if update is not None and update.scope == "resource" else None,
+            "thread_wm": thread_text,
+            "resource_wm": resource_text,
             "ids": [r["id"] for r in rows],
             "roles": [r["role"] for r in rows],
             "times": [r["created_at"] for r in rows],
@@ -258,13 +257,10 @@ class PostgresStorage:
 
         With ``resource_id``, only messages saved under that resource (or under none) are returned.
         """
-        sql = (
-            f"SELECT data FROM memory_messages WHERE thread_id = %s AND {_VISIBLE} ORDER BY seq DESC LIMIT %s"
-        )
+        params = (thread_id, *_rows.visible_params(include_signals, resource_id), last)
         async with self._connection("get_messages") as conn:
-            cursor = await conn.execute(sql, (thread_id, include_signals, resource_id, resource_id, last))
-            rows = await cursor.fetchall()
-        return [load_message(row[0]) for row in reversed(rows)]
+            cursor = await conn.execute(_rows.POSTGRES.messages, params)
+            return _rows.newest_first(await cursor.fetchall())
 
     async def get_context(
         self,
@@ -277,54 +273,37 @@ class PostgresStorage:
         resource_id: str | None = None,
     ) -> list[Message]:
         """A message with up to ``before`` messages before it and ``after`` after it, oldest first."""
-        base = f"SELECT data FROM memory_messages WHERE thread_id = %s AND {_VISIBLE} AND seq "
+        visible = _rows.visible_params(include_signals, resource_id)
         async with self._connection("get_context") as conn:
-            cursor = await conn.execute(
-                f"SELECT seq, data FROM memory_messages WHERE id = %s AND thread_id = %s AND {_VISIBLE}",
-                (message_id, thread_id, include_signals, resource_id, resource_id),
-            )
+            cursor = await conn.execute(_rows.POSTGRES.anchor, (message_id, thread_id, *visible))
             found = await cursor.fetchone()
             if found is None:
                 return []
             seq, data = found
-            cursor = await conn.execute(
-                base + "< %s ORDER BY seq DESC LIMIT %s",
-                (thread_id, include_signals, resource_id, resource_id, seq, before),
-            )
+            cursor = await conn.execute(_rows.POSTGRES.around("<"), (thread_id, *visible, seq, before))
             older = await cursor.fetchall()
-            cursor = await conn.execute(
-                base + "> %s ORDER BY seq ASC LIMIT %s",
-                (thread_id, include_signals, resource_id, resource_id, seq, after),
-            )
+            cursor = await conn.execute(_rows.POSTGRES.around(">"), (thread_id, *visible, seq, after))
             newer = await cursor.fetchall()
-        rows = [*(r[0] for r in reversed(older)), data, *(r[0] for r in newer)]
-        return [load_message(row) for row in rows]
+        return _rows.context_messages(older, data, newer)
 
     async def get_thread(self, thread_id: str) -> StoredThread | None:
         """The thread, or ``None`` when nothing was saved on it."""
-        threads = await self._threads("t.id = %s", thread_id, "get_thread")
+        threads = await self._threads("id", thread_id, "get_thread")
         return threads[0] if threads else None
 
     async def list_threads(self, resource_id: str) -> list[StoredThread]:
         """The resource's threads, most recently updated first."""
-        return await self._threads("t.resource_id = %s", resource_id, "list_threads")
+        return await self._threads("resource_id", resource_id, "list_threads")
 
-    async def _threads(self, where: str, value: str, operation: str) -> list[StoredThread]:
-        sql = (
-            "SELECT t.id, t.resource_id, t.created_at, t.updated_at, "
-            "(SELECT count(*) FROM memory_messages m WHERE m.thread_id = t.id) "
-            f"FROM memory_threads t WHERE {where} ORDER BY t.updated_at DESC"
-        )
+    async def _threads(self, column: str, value: str, operation: str) -> list[StoredThread]:
         async with self._connection(operation) as conn:
-            cursor = await conn.execute(sql, (value,))
-            rows = await cursor.fetchall()
-        return [StoredThread(r[0], r[1], r[2], r[3], int(r[4])) for r in rows]
+            cursor = await conn.execute(_rows.POSTGRES.threads(column), (value,))
+            return _rows.threads_of(await cursor.fetchall())
 
     async def get_working_memory(self, scope: Scope, key: str) -> str | None:
         """The working memory of a thread (``key`` = thread id) or a resource, when one was saved."""
-        table = "memory_threads" if scope == "thread" else "memory_resources"
         async with self._connection("get_working_memory") as conn:
-            cursor = await conn.execute(f"SELECT working_memory FROM {table} WHERE id = %s", (key,))
+            cursor = await conn.execute(_rows.POSTGRES.working_memory(scope), (key,))
             row = await cursor.fetchone()
         return None if row is None else row[0]
 
@@ -337,16 +316,12 @@ class PostgresStorage:
         resource_id: str | None = None,
     ) -> list[VectorHit]:
         """The ``top_k`` stored messages most similar to ``vector`` (cosine), within a thread or resource."""
-        column, value = ("thread_id", thread_id) if thread_id is not None else ("resource_id", resource_id)
-        sql = (
-            "SELECT message_id, thread_id, embedding <=> %s::vector AS distance FROM memory_vectors "
-            f"WHERE vector_dims(embedding) = %s AND {column} = %s ORDER BY distance LIMIT %s"
-        )
+        column, value = _rows.search_scope(thread_id, resource_id)
+        sql = _rows.POSTGRES.search(column)
         async with self._connection("search_vectors") as conn:
             await self._ensure_vectors(conn)
             cursor = await conn.execute(sql, (_vector_text(vector), len(vector), value, top_k))
-            rows = await cursor.fetchall()
-        return [VectorHit(r[0], r[1], 1.0 - float(r[2])) for r in rows]
+            return _rows.vector_hits(await cursor.fetchall())
 
 
 async def _has_table(conn: AsyncConnection[Any], name: str) -> bool:

@@ -17,15 +17,9 @@ import anyio.to_thread
 from procflow._logging import log
 from procflow._messages.message import Message
 from procflow.errors import MemoryStorageError
+from procflow.memory import _rows
 from procflow.memory._sqlite_schema import SCHEMA_VERSION, migrate
-from procflow.memory._storage import (
-    Scope,
-    StoredThread,
-    Turn,
-    VectorHit,
-    load_message,
-    message_row,
-)
+from procflow.memory._storage import Scope, StoredThread, Turn, VectorHit
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStorage"]
 
@@ -54,8 +48,6 @@ ON CONFLICT (id) DO UPDATE SET
     working_memory = coalesce(excluded.working_memory, memory_resources.working_memory),
     updated_at = excluded.updated_at
 """
-# Signals only when asked; with a resource id, only that resource's messages (and those saved without one).
-_VISIBLE = "(? OR role != 'signal') AND (? IS NULL OR resource_id IS NULL OR resource_id = ?)"
 
 
 def _now() -> str:
@@ -155,7 +147,7 @@ class SQLiteStorage:
 
     async def save_turn(self, turn: Turn) -> None:
         """Save the turn's messages, vectors and working memory in one ``BEGIN IMMEDIATE`` transaction."""
-        rows = [message_row(m, turn) for m in turn.messages]
+        rows = [_rows.message_row(m, turn) for m in turn.messages]
         await self._run(lambda conn: _save(conn, turn, rows), "save_turn")
 
     async def delete_thread(self, thread_id: str) -> None:
@@ -184,13 +176,10 @@ class SQLiteStorage:
         With ``resource_id``, only messages saved under that resource (or under none) are returned.
         """
         limit = -1 if last is None else max(last, 0)
-        sql = f"SELECT data FROM memory_messages WHERE thread_id = ? AND {_VISIBLE} ORDER BY seq DESC LIMIT ?"
-
-        def read(conn: Any) -> list[Message]:
-            rows = conn.execute(sql, (thread_id, include_signals, resource_id, resource_id, limit)).fetchall()
-            return [load_message(row[0]) for row in reversed(rows)]
-
-        return await self._run(read, "get_messages")
+        params = (thread_id, *_rows.visible_params(include_signals, resource_id), limit)
+        return await self._run(
+            lambda conn: _rows.newest_first(conn.execute(_rows.SQLITE.messages, params)), "get_messages"
+        )
 
     async def get_context(
         self,
@@ -204,43 +193,33 @@ class SQLiteStorage:
     ) -> list[Message]:
         """A message with up to ``before`` messages before it and ``after`` after it, oldest first."""
 
+        visible = _rows.visible_params(include_signals, resource_id)
+
         def read(conn: Any) -> list[Message]:
-            found = conn.execute(
-                f"SELECT seq, data FROM memory_messages WHERE id = ? AND thread_id = ? AND {_VISIBLE}",
-                (message_id, thread_id, include_signals, resource_id, resource_id),
-            ).fetchone()
+            found = conn.execute(_rows.SQLITE.anchor, (message_id, thread_id, *visible)).fetchone()
             if found is None:
                 return []
             seq, data = found
-            base = f"SELECT data FROM memory_messages WHERE thread_id = ? AND {_VISIBLE} AND seq "
-            older = conn.execute(
-                base + "< ? ORDER BY seq DESC LIMIT ?",
-                (thread_id, include_signals, resource_id, resource_id, seq, before),
-            ).fetchall()
-            newer = conn.execute(
-                base + "> ? ORDER BY seq ASC LIMIT ?",
-                (thread_id, include_signals, resource_id, resource_id, seq, after),
-            ).fetchall()
-            rows = [*(r[0] for r in reversed(older)), data, *(r[0] for r in newer)]
-            return [load_message(row) for row in rows]
+            older = conn.execute(_rows.SQLITE.around("<"), (thread_id, *visible, seq, before)).fetchall()
+            newer = conn.execute(_rows.SQLITE.around(">"), (thread_id, *visible, seq, after)).fetchall()
+            return _rows.context_messages(older, data, newer)
 
         return await self._run(read, "get_context")
 
     async def get_thread(self, thread_id: str) -> StoredThread | None:
         """The thread, or ``None`` when nothing was saved on it."""
-        threads = await self._run(lambda conn: _threads(conn, "t.id = ?", thread_id), "get_thread")
+        threads = await self._run(lambda conn: _threads(conn, "id", thread_id), "get_thread")
         return threads[0] if threads else None
 
     async def list_threads(self, resource_id: str) -> list[StoredThread]:
         """The resource's threads, most recently updated first."""
-        return await self._run(lambda conn: _threads(conn, "t.resource_id = ?", resource_id), "list_threads")
+        return await self._run(lambda conn: _threads(conn, "resource_id", resource_id), "list_threads")
 
     async def get_working_memory(self, scope: Scope, key: str) -> str | None:
         """The working memory of a thread (``key`` = thread id) or a resource, when one was saved."""
-        table = "memory_threads" if scope == "thread" else "memory_resources"
 
         def read(conn: Any) -> str | None:
-            row = conn.execute(f"SELECT working_memory FROM {table} WHERE id = ?", (key,)).fetchone()
+            row = conn.execute(_rows.SQLITE.working_memory(scope), (key,)).fetchone()
             return None if row is None else row[0]
 
         return await self._run(read, "get_working_memory")
@@ -254,11 +233,8 @@ class SQLiteStorage:
         resource_id: str | None = None,
     ) -> list[VectorHit]:
         """The ``top_k`` stored messages most similar to ``vector`` (cosine), within a thread or resource."""
-        column, value = ("thread_id", thread_id) if thread_id is not None else ("resource_id", resource_id)
-        sql = (
-            "SELECT message_id, thread_id, vec_distance_cosine(vector, ?) AS distance FROM memory_vectors "
-            f"WHERE dims = ? AND {column} = ? ORDER BY distance LIMIT ?"
-        )
+        column, value = _rows.search_scope(thread_id, resource_id)
+        sql = _rows.SQLITE.search(column)
 
         def search(conn: Any) -> list[VectorHit]:
             if not self._vectors:
@@ -268,8 +244,7 @@ class SQLiteStorage:
                     backend="sqlite",
                     operation="search_vectors",
                 )
-            rows = conn.execute(sql, (_pack(vector), len(vector), value, top_k)).fetchall()
-            return [VectorHit(r[0], r[1], 1.0 - float(r[2])) for r in rows]
+            return _rows.vector_hits(conn.execute(sql, (_pack(vector), len(vector), value, top_k)))
 
         return await self._run(search, "search_vectors")
 
@@ -319,27 +294,17 @@ def _save(conn: Any, turn: Turn, rows: list[dict[str, Any]]) -> None:
                     for mid, vec in turn.vectors.items()
                 ],
             )
-        update = turn.working_memory
-        if update is not None and update.scope == "thread":
+        thread_text, resource_text = _rows.working_memory_texts(turn)
+        if thread_text is not None:
             conn.execute(
-                "UPDATE memory_threads SET working_memory = ? WHERE id = ?", (update.text, turn.thread_id)
+                "UPDATE memory_threads SET working_memory = ? WHERE id = ?", (thread_text, turn.thread_id)
             )
         if turn.resource_id is not None:
-            text = update.text if update is not None and update.scope == "resource" else None
-            conn.execute(_SAVE_RESOURCE, (turn.resource_id, text, now, now))
+            conn.execute(_SAVE_RESOURCE, (turn.resource_id, resource_text, now, now))
 
 
-def _threads(conn: Any, where: str, value: str) -> list[StoredThread]:
-    rows = conn.execute(
-        "SELECT t.id, t.resource_id, t.created_at, t.updated_at, "
-        "(SELECT count(*) FROM memory_messages m WHERE m.thread_id = t.id) "
-        f"FROM memory_threads t WHERE {where} ORDER BY t.updated_at DESC",
-        (value,),
-    ).fetchall()
-    return [
-        StoredThread(r[0], r[1], datetime.fromisoformat(r[2]), datetime.fromisoformat(r[3]), int(r[4]))
-        for r in rows
-    ]
+def _threads(conn: Any, column: str, value: str) -> list[StoredThread]:
+    return _rows.threads_of(conn.execute(_rows.SQLITE.threads(column), (value,)))
 
 
 def _load_vec(conn: Any) -> bool:

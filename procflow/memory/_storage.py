@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from procflow._messages.message import Message
 
@@ -152,21 +152,3 @@ class MemoryStorage(Protocol):
     async def aclose(self) -> None:
         """Release connections (the storage may be opened again by using it)."""
         ...
-
-
-def message_row(message: Message, turn: Turn) -> dict[str, Any]:
-    """The columns every backend stores for one message of a turn."""
-    stored = message.model_copy(update={"thread_id": turn.thread_id, "resource_id": turn.resource_id})
-    return {
-        "id": message.id,
-        "thread_id": turn.thread_id,
-        "resource_id": turn.resource_id,
-        "role": message.role,
-        "created_at": message.created_at,
-        "data": stored.model_dump_json(exclude_none=True),
-    }
-
-
-def load_message(data: str | bytes) -> Message:
-    """A stored message back from its JSON column."""
-    return Message.model_validate_json(data)

@@ -23,7 +23,7 @@ import inspect
 from typing import Any
 
 from procflow._engine._stages import stream_chain
-from procflow._engine._stream_parts import StreamChain, StreamEnv
+from procflow._engine._stream_parts import BranchPart, ForkPart, ProcessorsPart, StreamChain, StreamEnv
 from procflow._engine.executor import execute_plan, run_lean
 from procflow._engine.graph import iter_processors
 from procflow._engine.plan import PlanNode, WorkflowPlan
@@ -98,6 +98,12 @@ class ProcessorAdapter:
         phases: The phases it takes part in.
         wants_flush: Whether an inner stream processor holds chunks back until the end of the stream.
         process_data_parts: Whether ``data-*`` chunks reach it (when any inner processor asks for them).
+        output_stream_problem: Why the workflow cannot guard an output stream (``None``: it can): a
+            processor that withholds text until its verdict sits in a parallel branch whose stream output
+            ``select`` drops (the kept branch releases the text before that verdict), or in a
+            ``.branch`` case (each chunk is routed on its own, so it would see only some of a
+            sentence). An agent refuses the workflow among its ``output_processors``; as an input
+            processor it is fine.
     """
 
     id: str
@@ -105,6 +111,7 @@ class ProcessorAdapter:
     phases: frozenset[ProcessorPhase]
     wants_flush: bool
     process_data_parts: bool
+    output_stream_problem: str | None = None
     _stream: StreamChain | None
 
     process_input = _Hook("input", "_input")
@@ -137,6 +144,13 @@ class ProcessorAdapter:
         self.wants_flush = any(callable(getattr(p, "flush_output_stream", None)) for p in processors)
         self.process_data_parts = any(bool(getattr(p, "process_data_parts", False)) for p in processors)
         self._stream = stream_chain(plan.stages) if "output_stream" in self.phases else None
+        problems = _stream_problems(self._stream) if self._stream is not None else []
+        if problems:
+            pid, why = problems[0]
+            self.output_stream_problem = (
+                f"workflow {self.id!r} cannot guard an output stream: {pid!r} holds text back until its "
+                f"verdict, but {why}"
+            )
 
     async def _run(self, data: ProcessorStepSchema, hook: str) -> ProcessorStepSchema:
         plan = self.plan
@@ -279,6 +293,45 @@ class ProcessorAdapter:
         return await self._output_stream(args)
 
 
+def _holders(chain: StreamChain, attribute: str) -> list[str]:
+    """Ids of the processors in ``chain`` (at any depth) whose ``attribute`` is true."""
+    found: list[str] = []
+    for part in chain.parts:
+        if isinstance(part, ProcessorsPart):
+            found += [processor_id_of(p) for p in part.processors if getattr(p, attribute, False)]
+        elif isinstance(part, ForkPart):
+            found += [pid for branch in part.branches for pid in _holders(branch, attribute)]
+        elif isinstance(part, BranchPart):
+            found += [pid for _, branch in part.chains for pid in _holders(branch, attribute)]
+    return found
+
+
+_DROPPED = (
+    "sits in a parallel branch whose stream output select(...) drops, so the kept branch releases that "
+    "text first; run it in sequence (.then) before or after the parallel block, or select its branch"
+)
+_ROUTED = (
+    "sits in a .branch(...) case, which routes each stream chunk on its own, so it would judge some "
+    "chunks of a sentence and let the others pass, out of order; run it in sequence (.then) instead"
+)
+
+
+def _stream_problems(chain: StreamChain) -> list[tuple[str, str]]:
+    """``(processor id, why)`` for each holder placed where its hold cannot protect the stream."""
+    found: list[tuple[str, str]] = []
+    for part in chain.parts:
+        if isinstance(part, ForkPart):
+            for index, branch in enumerate(part.branches):
+                dropped = part.join is None and index != part.keep
+                if dropped:
+                    found += [(pid, _DROPPED) for pid in _holders(branch, "stops_output_stream")]
+                else:
+                    found += _stream_problems(branch)
+        elif isinstance(part, BranchPart):
+            found += [(pid, _ROUTED) for _, c in part.chains for pid in _holders(c, "holds_output_stream")]
+    return found
+
+
 def _messages_result(out: ProcessorStepSchema, args: Any) -> MessagesResult:
     if out.message_list is args.message_list:
         return None
@@ -322,5 +375,8 @@ class _StreamSession:
         return out[0] if len(out) == 1 else (out or None)
 
     async def flush(self, args: ProcessOutputStreamArgs) -> StreamResult:
-        """End of stream: what the inner processors held back."""
+        """End of stream (or of an attempt thrown away for a retry): what the inner processors held back."""
+        if args.retry_count != self.retry_count:
+            self.retry_count = args.retry_count
+            self.env.set_retry_count(args.retry_count)
         return await self.root.flush() or None

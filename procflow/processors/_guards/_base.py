@@ -66,6 +66,25 @@ class GuardBase:
         self.timeout = timeout
         self.cache = cache
 
+    @property
+    def holds_output_stream(self) -> bool:
+        """Whether the guard holds streamed text back until its verdict (every stream guard does).
+
+        Held text is released after later chunks arrive, so such a guard must see every chunk of the
+        stream in order: inside a workflow's ``.branch`` case (each chunk routed on its own) it cannot.
+        """
+        return callable(getattr(self, "process_output_stream", None))
+
+    @property
+    def stops_output_stream(self) -> bool:
+        """Whether the guard holds streamed text to stop or withhold what it flags (not only to report).
+
+        Such a guard protects only the stream it sits in: in a parallel branch whose output ``select``
+        drops, the kept branch would release the text first.
+        """
+        strategy = getattr(self, "strategy", None)
+        return self.holds_output_stream and (strategy in ("block", "filter") or self.on_error == "block")
+
     def judge_failed(self, args: Any, failure: JudgeFailure | None) -> None:
         """Apply ``on_error`` after a failed judge call: return (allow) or abort (block)."""
         kind = failure.kind if failure is not None else "error"

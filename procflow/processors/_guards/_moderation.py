@@ -11,7 +11,7 @@ from procflow._messages import Chunk, Message
 from procflow.processors._args import ProcessInputArgs, ProcessOutputStreamArgs, StreamResult
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import message_texts, user_facing
+from procflow.processors._guards._texts import message_texts, tool_strings, user_facing
 from procflow.processors._guards._windows import Segmenter, StreamWindow
 
 if TYPE_CHECKING:
@@ -58,6 +58,10 @@ class ModerationVerdict(BaseModel):
 class ModerationProcessor(GuardBase):
     """Moderates input messages and the output stream with a judge model.
 
+    In the stream, text and reasoning are judged a window at a time, and the strings inside tool calls,
+    tool results and ``data-*`` chunks one by one (``block`` stops the request before a flagged tool
+    call runs; ``filter`` withholds the chunk).
+
     Args:
         model: The judge model (see :class:`GuardBase`).
         categories: The categories to judge (default :data:`DEFAULT_MODERATION_CATEGORIES`).
@@ -76,6 +80,9 @@ class ModerationProcessor(GuardBase):
         cache: A ``ServerCache`` for judge answers (keyed by content hash and configuration).
         id: The processor id.
     """
+
+    process_data_parts = True
+    """``data-*`` chunks reach the stream hook: the strings in their data are judged too."""
 
     def __init__(
         self,
@@ -141,11 +148,11 @@ class ModerationProcessor(GuardBase):
         return None if self.strategy == "filter" else flagged
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message; block, report or drop the flagged ones."""
+        """Judge each user message and every message's tool calls; block, report or drop the flagged ones."""
         kept: list[Message] = []
         judged = {id(m) for m in user_facing(args.messages)}
         for message in args.messages:
-            texts = message_texts(message) if id(message) in judged else []
+            texts = [*(message_texts(message) if id(message) in judged else []), *tool_strings(message)]
             if texts and await self._verdict("\n".join(texts), args) is None:
                 continue
             kept.append(message)
@@ -162,9 +169,11 @@ class ModerationProcessor(GuardBase):
         window = args.state.get("window")
         if window is None:
             window = args.state["window"] = StreamWindow(Segmenter(self.stream_window))
-        return await window.push(args.part, self._segment_judge(args))
+        return await window.push(args.part, self._segment_judge(args), attempt=args.retry_count)
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: judge and release the last window."""
         window: StreamWindow | None = args.state.get("window")
-        return await window.flush(self._segment_judge(args)) if window is not None else None
+        if window is None:
+            return None
+        return await window.flush(self._segment_judge(args), attempt=args.retry_count)

@@ -13,7 +13,13 @@ from procflow._messages import Message
 from procflow.processors._args import ProcessInputArgs
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import message_texts, rewrite_texts, user_facing
+from procflow.processors._guards._texts import (
+    message_texts,
+    rewrite_texts,
+    rewrite_tool_strings,
+    tool_strings,
+    user_facing,
+)
 from procflow.processors._guards._windows import SentenceHolding
 
 if TYPE_CHECKING:
@@ -127,7 +133,9 @@ class PIIDetector(SentenceHolding, GuardBase):
     model saw once is redacted everywhere. In streams, text is held a sentence at a time (a sentence
     end is ``.!?…`` followed by whitespace, a CJK full stop, or a blank line; at most ``stream_window``
     characters): each sentence is judged whole before any of it is released, so no value the judge
-    flags is ever emitted in clear, whatever the chunking.
+    flags is ever emitted in clear, whatever the chunking. Reasoning deltas are held the same way, and
+    the strings inside tool calls, tool results and ``data-*`` chunks are judged one by one (with
+    ``redact``, a tool is handed the redacted arguments).
 
     Args:
         model: The judge model (see :class:`GuardBase`).
@@ -225,19 +233,19 @@ class PIIDetector(SentenceHolding, GuardBase):
         return None if self.strategy == "filter" else text
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message's texts; block, report, drop or redact."""
+        """Judge each user message's texts and every message's tool calls; block, report, drop or redact."""
         out: list[Message] = []
         judged = {id(m) for m in user_facing(args.messages)}
         for message in args.messages:
-            if id(message) not in judged or not message_texts(message):
-                out.append(message)
-                continue
+            texts = message_texts(message) if id(message) in judged else []
             results: dict[str, str] = {}
-            for text in message_texts(message):
+            for text in [*texts, *tool_strings(message)]:
                 new = await self._apply(text, args)
                 if new is None:
                     break
                 results[text] = new
             else:
-                out.append(rewrite_texts(message, partial(_lookup, results)))
+                lookup = partial(_lookup, results)
+                rewritten = rewrite_texts(message, lookup) if texts else message
+                out.append(rewrite_tool_strings(rewritten, lookup))
         return out

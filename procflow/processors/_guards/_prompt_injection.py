@@ -11,7 +11,7 @@ from procflow._messages import Message
 from procflow.processors._args import ProcessInputArgs
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import message_texts, replace_text, user_facing
+from procflow.processors._guards._texts import message_texts, replace_text, tool_strings, user_facing
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -51,13 +51,17 @@ class InjectionVerdict(BaseModel):
 class PromptInjectionDetector(GuardBase):
     """Judges user messages for prompt injection, jailbreaks and exfiltration attempts.
 
+    The strings inside tool calls of the input (their arguments and results, in messages of any role:
+    a replayed conversation's tool traffic reaches the model as well) are judged too.
+
     Args:
         model: The judge model (see :class:`GuardBase`).
         detection_types: The attack kinds judged (default :data:`DEFAULT_INJECTION_TYPES`).
         threshold: A kind scored at or above it is flagged (default 0.7).
         strategy: ``"block"`` (default) stops with a tripwire; ``"warn"`` reports and passes;
             ``"filter"`` drops flagged messages; ``"rewrite"`` replaces a flagged message's text with
-            the judge's neutralised version (the message is dropped when the judge gives none).
+            the judge's neutralised version (the message is dropped when the judge gives none, and a
+            flagged tool call is dropped rather than rewritten).
         instructions: Extra guidance appended to the judge's prompt.
         on_error: When the judge fails (an error, a time-out, a refusal or garbage twice): ``"allow"``
             (default) passes the content (fail open), ``"block"`` stops the request with a tripwire.
@@ -104,10 +108,13 @@ class PromptInjectionDetector(GuardBase):
             settings={"types": self.detection_types, "rewrite": rewriting},
         )
 
-    async def _check(self, message: Message, args: Any) -> Message | None:
-        """The message after the strategy (``None``: drop it)."""
-        texts = message_texts(message)
-        verdict = await self.judge.verdict("\n".join(texts), args.request_context)
+    async def _check(self, message: Message, args: Any, *, user: bool) -> Message | None:
+        """The message after the strategy (``None``: drop it); tool calls' strings are judged too."""
+        texts = message_texts(message) if user else []
+        tools = tool_strings(message)
+        if not texts and not tools:
+            return message
+        verdict = await self.judge.verdict("\n".join([*texts, *tools]), args.request_context)
         if verdict is None:
             self.judge_failed(args, self.judge.last_failure)
             return message
@@ -125,20 +132,16 @@ class PromptInjectionDetector(GuardBase):
         await self.report(reason, detail)
         if self.strategy == "warn":
             return message
-        if self.strategy == "rewrite" and verdict.rewritten_content:
+        if self.strategy == "rewrite" and verdict.rewritten_content and not tools:
             return replace_text(message, verdict.rewritten_content)
-        return None
+        return None  # filter, or a rewrite the judge could not give (tool calls are not rewritten)
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message; block, report, drop or rewrite the flagged ones."""
+        """Judge each user message and every message's tool calls; block, report, drop or rewrite."""
         judged = {id(m) for m in user_facing(args.messages)}
         out: list[Message] = []
         for message in args.messages:
-            checked = (
-                await self._check(message, args)
-                if id(message) in judged and message_texts(message)
-                else message
-            )
+            checked = await self._check(message, args, user=id(message) in judged)
             if checked is not None:
                 out.append(checked)
         return out

@@ -1,4 +1,9 @@
-"""The texts a guard checks in a message, and rewriting them: every text part and the flattened text."""
+"""The texts a guard checks in a message, and rewriting them: every text part and the flattened text.
+
+Tool traffic in the input (an app or a gateway client replaying a conversation: a tool call's
+arguments, its result) is sent to the model too, so the strings inside tool-invocation parts are
+checked as well, at any depth, in messages of any role.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,21 @@ from collections.abc import Callable
 from typing import Any
 
 from procflow._messages import Message
-from procflow._messages.parts import TextPart
+from procflow._messages.parts import TextPart, ToolInvocationPart
+from procflow.processors._regex_filter.tool_args import map_strings
 
-__all__ = ["message_texts", "replace_text", "rewrite_texts", "user_facing"]
+__all__ = [
+    "TOOL_FIELDS",
+    "message_texts",
+    "replace_text",
+    "rewrite_texts",
+    "rewrite_tool_strings",
+    "tool_strings",
+    "user_facing",
+]
+
+TOOL_FIELDS = ("args", "result", "model_output")
+"""The fields of a tool-invocation part whose strings reach the model."""
 
 
 def message_texts(message: Message) -> list[str]:
@@ -58,3 +75,37 @@ def replace_text(message: Message, text: str) -> Message:
             update={"content": replaced.content.model_copy(update={"content": text})}
         )
     return replaced
+
+
+def tool_strings(message: Message) -> list[str]:
+    """Every distinct non-empty string inside the message's tool-invocation parts (arguments, results)."""
+    found: list[str] = []
+    for part in message.content.parts:
+        if isinstance(part, ToolInvocationPart):
+            for name in TOOL_FIELDS:
+                map_strings(getattr(part, name), lambda text, _path: found.append(text))
+    return list(dict.fromkeys(found))
+
+
+def rewrite_tool_strings(message: Message, rewrite: Callable[[str], str]) -> Message:
+    """The message with ``rewrite`` applied to every string in its tool-invocation parts.
+
+    Returns the same object when nothing changed.
+    """
+
+    def change(text: str, _path: Any) -> str | None:
+        new = rewrite(text)
+        return None if new == text else new
+
+    parts: list[Any] | None = None
+    for index, part in enumerate(message.content.parts):
+        if not isinstance(part, ToolInvocationPart):
+            continue
+        update = {name: map_strings(getattr(part, name), change) for name in TOOL_FIELDS}
+        update = {name: value for name, value in update.items() if value is not getattr(part, name)}
+        if update:
+            parts = parts if parts is not None else list(message.content.parts)
+            parts[index] = part.model_copy(update=update)
+    if parts is None:
+        return message
+    return message.model_copy(update={"content": message.content.model_copy(update={"parts": parts})})

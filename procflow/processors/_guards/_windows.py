@@ -5,6 +5,14 @@ segment, judges the segment once it is complete, and then releases the segment's
 rewritten) or withholds them. Non-text chunks end the pending segment first, so they never overtake
 text that precedes them. Segment boundaries depend on the text only — never on where the provider
 split it — so any chunking gives the same segments and the same verdicts.
+
+Reasoning deltas are held and judged the same way (a run of reasoning is a segment of its own), since
+consumers show reasoning too. Text also travels outside deltas: in a ``tool-call``'s arguments, a
+``tool-result``'s arguments and result, and a ``data-*`` chunk's data. Each string inside those is
+judged the same way (and rewritten in place, or the whole chunk withheld), so a guard does not go
+silent where a value moves into a tool call or a tool's progress data. When an attempt is thrown away
+for a retry (the stream is discarded), the held text is dropped unjudged: nobody will see it, so it
+costs no judge call and reports nothing.
 """
 
 from __future__ import annotations
@@ -15,14 +23,50 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from procflow._messages import Chunk
+from procflow.processors._regex_filter.tool_args import map_strings
 
-__all__ = ["SENTENCE_END", "Segmenter", "SentenceHolding", "StreamWindow"]
+__all__ = ["HELD_KINDS", "SENTENCE_END", "Segmenter", "SentenceHolding", "StreamWindow", "judged_chunk"]
 
 SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？；]|\n\s*\n")
 """Where a sentence ends: ``.!?…`` followed by whitespace, CJK full stops, or a blank line."""
 
 Judged = Callable[[str], Awaitable[str | None]]
 """Judges one segment: returns the text to release (the same, or rewritten), or ``None`` to withhold it."""
+
+_CARRIED: dict[str, tuple[str, ...]] = {
+    "tool-call": ("args",),
+    "tool-result": ("args", "result", "model_output"),
+}
+"""The payload fields of the non-text chunks that carry text, by chunk type (``data-*``: ``data``)."""
+
+
+def _carried(kind: str) -> tuple[str, ...]:
+    return ("data",) if kind.startswith("data-") else _CARRIED.get(kind, ())
+
+
+async def judged_chunk(chunk: Chunk, judge: Judged) -> Chunk | None:
+    """``chunk`` with every string its tool arguments, tool result or data carry judged.
+
+    Returns the same chunk when nothing changed, a copy with the rewritten strings, or ``None`` (withhold
+    it) when the judge withholds any of them. Each distinct string is judged once.
+    """
+    fields = [name for name in _carried(chunk.type) if chunk.payload.get(name) is not None]
+    found: list[str] = []
+    for name in fields:
+        map_strings(chunk.payload[name], lambda text, _path: found.append(text))
+    verdicts: dict[str, str] = {}
+    for text in dict.fromkeys(found):
+        released = await judge(text)
+        if released is None:
+            return None
+        verdicts[text] = released
+    changed = {text: new for text, new in verdicts.items() if new != text}
+    if not changed:
+        return chunk
+    payload = dict(chunk.payload)
+    for name in fields:
+        payload[name] = map_strings(payload[name], lambda text, _path: changed.get(text))
+    return Chunk(chunk.type, payload, chunk.transient)
 
 
 @dataclass(slots=True)
@@ -72,38 +116,59 @@ class Segmenter:
         return end
 
 
+HELD_KINDS = frozenset({"text-delta", "reasoning-delta"})
+"""The delta chunks whose text is held and judged in segments (reasoning reaches consumers too)."""
+
+
 @dataclass(slots=True)
 class StreamWindow:
-    """The held text of one stream for one guard."""
+    """The held text of one stream for one guard: one run of text (or of reasoning) deltas at a time."""
 
     segmenter: Segmenter
     pending: str = ""
     searched: int = 0
     template: Chunk | None = None
     released: list[Chunk] = field(default_factory=list)
+    attempt: int = 0
 
-    async def push(self, chunk: Chunk, judge: Judged) -> list[Chunk]:
-        """Take one chunk; return what may be released now."""
-        if chunk.type == "text-delta":
-            self.pending += chunk.payload.get("text") or ""
-            self.template = self.template or chunk
-            cut = self.segmenter.cut(self.pending, self.searched)
-            if not cut:
-                self.searched = len(self.pending)
-                return []
-            segment, self.pending = self.pending[:cut], self.pending[cut:]
-            self.searched = 0
-            return await self._judged(segment, judge)
-        out = await self.flush(judge)
-        out.append(chunk)
-        return out
+    async def push(self, chunk: Chunk, judge: Judged, *, attempt: int = 0) -> list[Chunk]:
+        """Take one chunk of attempt number ``attempt`` (the retry count); return what may be released now.
 
-    async def flush(self, judge: Judged) -> list[Chunk]:
-        """Judge and release whatever is pending (end of a text block or of the stream)."""
+        Text and reasoning deltas are held until their segment is complete (a switch from one to the
+        other ends the segment); any other chunk releases the pending segment first, then passes with
+        the strings it carries judged (see :func:`judged_chunk`).
+        """
+        self.attempt = attempt
+        if chunk.type not in HELD_KINDS:
+            out = await self.flush(judge, attempt=attempt)
+            checked = await judged_chunk(chunk, judge)
+            return [*out, checked] if checked is not None else out
+        out = []
+        if self.template is not None and self.template.type != chunk.type:
+            out = await self.flush(judge, attempt=attempt)
+        if not self.pending:
+            self.template = chunk
+        self.pending += chunk.payload.get("text") or ""
+        cut = self.segmenter.cut(self.pending, self.searched)
+        if not cut:
+            self.searched = len(self.pending)
+            return out
+        segment, self.pending = self.pending[:cut], self.pending[cut:]
+        self.searched = 0
+        return [*out, *await self._judged(segment, judge)]
+
+    async def flush(self, judge: Judged, *, attempt: int | None = None) -> list[Chunk]:
+        """Judge and release whatever is pending (end of a text block or of the stream).
+
+        When ``attempt`` differs from the attempt the pending text came from, that attempt was thrown
+        away for a retry: the text is dropped without a judge call.
+        """
         if not self.pending:
             return []
         segment, self.pending = self.pending, ""
         self.searched = 0
+        if attempt is not None and attempt != self.attempt:
+            return []
         return await self._judged(segment, judge)
 
     async def _judged(self, segment: str, judge: Judged) -> list[Chunk]:
@@ -111,9 +176,10 @@ class StreamWindow:
         if not text:
             return []
         template = self.template
+        kind = template.type if template is not None else "text-delta"
         payload = dict(template.payload) if template is not None else {}
         payload["text"] = text
-        return [Chunk("text-delta", payload)]
+        return [Chunk(kind, payload)]
 
 
 class SentenceHolding:
@@ -127,6 +193,8 @@ class SentenceHolding:
     strategy: str
     stream_window: int
     stream_hold_limit: int
+    process_data_parts = True
+    """``data-*`` chunks reach the stream hook: the strings in their data are judged too."""
 
     if TYPE_CHECKING:  # provided by the guard class (GuardBase and the guard itself)
 
@@ -144,7 +212,10 @@ class SentenceHolding:
     async def process_output_stream(self, args: Any) -> Any:
         """Hold text a sentence at a time; release each sentence once it is judged (and rewritten)."""
         try:
-            return await self._window(args).push(args.part, lambda segment: self._apply(segment, args))
+            window = self._window(args)
+            return await window.push(
+                args.part, lambda text: self._apply(text, args), attempt=args.retry_count
+            )
         except OverflowError:
             self.abort(
                 args,
@@ -155,4 +226,4 @@ class SentenceHolding:
 
     async def flush_output_stream(self, args: Any) -> list[Chunk] | None:
         """End of stream: judge and release the last sentence."""
-        return await self._window(args).flush(lambda segment: self._apply(segment, args))
+        return await self._window(args).flush(lambda text: self._apply(text, args), attempt=args.retry_count)
