@@ -17,6 +17,11 @@ import httpx
 
 __all__ = ["ClientSlot"]
 
+LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+"""The own client's connection pool (the ``openai`` client's numbers). httpx's default caps a client at 100
+connections, so the 101st concurrent call (a gateway serving 200 streams) waits for a free slot: its
+latency doubles and, with a short ``timeout``, it fails with a pool timeout."""
+
 
 def _current_loop() -> object:
     """An object identifying the running event loop (asyncio's loop, or trio's run token)."""
@@ -63,7 +68,7 @@ class ClientSlot:
         if client is not None and self._loop is loop and not client.is_closed:
             return client
         # None yet, closed, or bound to another (usually finished) loop: that loop closes its own.
-        client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout)
+        client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout, limits=LIMITS)
         closer = _close_when_the_loop_ends(client)
         await closer.asend(None)
         self._client, self._closer, self._loop = client, closer, loop
