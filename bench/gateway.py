@@ -14,7 +14,9 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,8 +25,8 @@ import httpx
 
 from bench._harness import Row
 
-SIZES = {"full": (200, 20.0), "tiny": (4, 1.0)}
-"""Concurrent streams, seconds of load per phase."""
+SIZES = {"full": ((50, 30.0), (200, 30.0)), "tiny": ((4, 1.0),)}
+"""Load levels: concurrent streams, seconds of load per phase (direct, then through the gateway)."""
 
 BUDGET_MS = 5.0
 """DESIGN §7: added p99 latency at 200 concurrent streams."""
@@ -41,16 +43,28 @@ threading.Event().wait()
 """
 
 
+class _Child:
+    """A child process; with ``stderr`` captured, its text once it has ended."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.stderr_text = ""
+
+
 @contextmanager
-def _process(command: list[str]) -> Iterator[subprocess.Popen[str]]:
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        yield child
-    finally:
-        child.terminate()
-        child.wait(10)
-        if child.stdout is not None:
-            child.stdout.close()
+def _process(command: list[str], *, stderr: bool = False) -> Iterator[_Child]:
+    with tempfile.TemporaryFile("w+") as log:
+        target = log if stderr else subprocess.DEVNULL
+        child = _Child(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=target, text=True))
+        try:
+            yield child
+        finally:
+            child.process.terminate()
+            child.process.wait(10)
+            if child.process.stdout is not None:
+                child.process.stdout.close()
+            log.seek(0)
+            child.stderr_text = log.read()
 
 
 async def _wait_healthy(client: httpx.AsyncClient, url: str) -> None:
@@ -66,32 +80,50 @@ async def _wait_healthy(client: httpx.AsyncClient, url: str) -> None:
 
 async def _load(
     client: httpx.AsyncClient, url: str, concurrency: int, seconds: float
-) -> tuple[list[float], int]:
-    """Keep ``concurrency`` streams going for ``seconds``; return per-stream latencies and errors."""
+) -> tuple[list[float], Counter[str]]:
+    """Keep ``concurrency`` streams going for ``seconds``; return per-stream latencies and errors by kind.
+
+    An error's kind is the exception chain (type and message), the HTTP status and the start of the
+    body, the error event a 200 stream carried, or ``"no [DONE]"`` for a stream cut short: a run says
+    *what* failed, not just how often.
+    """
     latencies: list[float] = []
-    errors = 0
+    errors: Counter[str] = Counter()
     body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": "When do you answer?"}]}
     deadline = time.perf_counter() + seconds
 
     async def worker() -> None:
-        nonlocal errors
         while time.perf_counter() < deadline:
             started = time.perf_counter()
             try:
                 async with client.stream("POST", url, json=body) as response:
                     text = await response.aread()
-                ok = response.status_code == 200 and text.rstrip().endswith(b"[DONE]")
-            except httpx.HTTPError:
-                ok = False
-            if ok:
-                latencies.append(time.perf_counter() - started)
+            except httpx.HTTPError as exc:
+                errors[_error_kind(exc)] += 1
+                continue
+            if response.status_code != 200:
+                errors[f"HTTP {response.status_code}: {text[:120].decode(errors='replace')}"] += 1
+            elif (at := text.find(b'data: {"error"')) >= 0:
+                errors[f"error event: {text[at + 6 : at + 166].decode(errors='replace')}"] += 1
+            elif not text.rstrip().endswith(b"[DONE]"):
+                errors[f"no [DONE]: ...{text[-120:].decode(errors='replace')}"] += 1
             else:
-                errors += 1
+                latencies.append(time.perf_counter() - started)
 
     async with anyio.create_task_group() as group:
         for _ in range(concurrency):
             group.start_soon(worker)
     return latencies, errors
+
+
+def _error_kind(exc: BaseException) -> str:
+    """The exception and what caused it (httpx's transport errors wrap the socket's), without the URL."""
+    parts = []
+    cause: BaseException | None = exc
+    while cause is not None and len(parts) < 4:
+        parts.append(f"{type(cause).__name__}({str(cause)[:80]})" if str(cause) else type(cause).__name__)
+        cause = cause.__cause__ or cause.__context__
+    return " ← ".join(parts)
 
 
 def _p(values: list[float], q: float) -> float:
@@ -100,24 +132,16 @@ def _p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
-async def run(size: str = "full") -> list[Row]:
-    """200 concurrent streams through the gateway vs straight to the upstream: added p50/p99."""
-    concurrency, seconds = SIZES[size]
-    with _process([sys.executable, "-c", _UPSTREAM, TEXT]) as upstream:
-        assert upstream.stdout is not None
-        upstream_url = upstream.stdout.readline().strip()
-        port = _free_port()
-        command = [sys.executable, "-m", "procflow.cli", "serve", "--upstream", upstream_url]
-        command += ["--upstream-model", "m1", "--port", str(port), "--max-concurrent", str(concurrency * 2)]
-        with _process(command):
-            limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)
-            async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-                await _wait_healthy(client, f"http://127.0.0.1:{port}/healthz")
-                direct, direct_errors = await _load(
-                    client, upstream_url + "/chat/completions", concurrency, seconds
-                )
-                gateway_url = f"http://127.0.0.1:{port}/v1/chat/completions"
-                through, through_errors = await _load(client, gateway_url, concurrency, seconds)
+async def _level(
+    client_limits: int, upstream_url: str, gateway_url: str, concurrency: int, seconds: float
+) -> list[Row]:
+    limits = httpx.Limits(max_connections=client_limits, max_keepalive_connections=client_limits)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+        direct, direct_errors = await _load(client, upstream_url + "/chat/completions", concurrency, seconds)
+        through, through_errors = await _load(client, gateway_url, concurrency, seconds)
+    errors = direct_errors + through_errors
+    kinds = "; ".join(f"{count} × {kind}" for kind, count in errors.most_common(5))
+    load = f"{concurrency} concurrent streams × {seconds:g} s"
     rows: list[Row] = []
     for q in (50, 99):
         base, value = _p(direct, q) * 1000, _p(through, q) * 1000
@@ -125,7 +149,7 @@ async def run(size: str = "full") -> list[Row]:
         rows.append(
             Row(
                 group="gateway",
-                name=f"{concurrency} concurrent streams, p{q} latency added by the gateway",
+                name=f"{load}: p{q} latency added by the gateway",
                 value=added,
                 unit="ms",
                 baseline=base,
@@ -139,13 +163,37 @@ async def run(size: str = "full") -> list[Row]:
     rows.append(
         Row(
             group="gateway",
-            name="errors under load (gateway + direct)",
-            value=float(through_errors + direct_errors),
+            name=f"{load}: errors (gateway {sum(through_errors.values())}, direct "
+            f"{sum(direct_errors.values())})",
+            value=float(errors.total()),
             unit="errors",
             budget="0",
-            passed=through_errors + direct_errors == 0,
+            passed=not errors,
+            note=kinds or f"{len(through) + len(direct)} streams, all complete",
         )
     )
+    return rows
+
+
+async def run(size: str = "full") -> list[Row]:
+    """Concurrent streams through the gateway vs straight to the upstream: added p50/p99, errors by kind."""
+    levels = SIZES[size]
+    with _process([sys.executable, "-c", _UPSTREAM, TEXT]) as upstream:
+        assert upstream.process.stdout is not None
+        upstream_url = upstream.process.stdout.readline().strip()
+        port = _free_port()
+        most = max(concurrency for concurrency, _ in levels)
+        command = [sys.executable, "-m", "procflow.cli", "serve", "--upstream", upstream_url]
+        command += ["--upstream-model", "m1", "--port", str(port), "--max-concurrent", str(most)]
+        with _process(command, stderr=True) as gateway:
+            async with httpx.AsyncClient() as probe:
+                await _wait_healthy(probe, f"http://127.0.0.1:{port}/healthz")
+            gateway_url = f"http://127.0.0.1:{port}/v1/chat/completions"
+            rows: list[Row] = []
+            for concurrency, seconds in levels:
+                rows += await _level(most, upstream_url, gateway_url, concurrency, seconds)
+    if any(row.unit == "errors" and row.value for row in rows) and gateway.stderr_text:
+        print("gateway stderr (last 40 lines):", *gateway.stderr_text.splitlines()[-40:], sep="\n")
     return rows
 
 
