@@ -17,10 +17,12 @@ import httpx
 
 __all__ = ["ClientSlot"]
 
-LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-"""The own client's connection pool (the ``openai`` client's numbers). httpx's default caps a client at 100
-connections, so the 101st concurrent call (a gateway serving 200 streams) waits for a free slot: its
-latency doubles and, with a short ``timeout``, it fails with a pool timeout."""
+LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
+"""The own client's connection pool. httpx's defaults (100 connections, 20 kept alive) make the 101st
+concurrent call wait for a free slot (a gateway serving 200 streams: its latency doubles and, with a
+short ``timeout``, it fails with a pool timeout), and past 20 calls at once make a connection per call:
+one that ends finds the pool full of idle connections and closes instead. Idle connections still close
+after httpx's 5 s keep-alive expiry."""
 
 
 def _current_loop() -> object:
