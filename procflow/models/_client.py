@@ -18,11 +18,12 @@ import httpx
 __all__ = ["ClientSlot"]
 
 LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
-"""The own client's connection pool. httpx's defaults (100 connections, 20 kept alive) make the 101st
-concurrent call wait for a free slot (a gateway serving 200 streams: its latency doubles and, with a
-short ``timeout``, it fails with a pool timeout), and past 20 calls at once make a connection per call:
-one that ends finds the pool full of idle connections and closes instead. Idle connections still close
-after httpx's 5 s keep-alive expiry."""
+"""The own client's connection pool. With httpx's defaults (100 connections, 20 kept alive) the 101st
+concurrent call waits for a free slot (a gateway serving 200 streams: its latency doubles and, with a
+short ``timeout``, it fails with a pool timeout), and once the pool holds more than 20 connections,
+httpcore 1.0 closes every connection that goes idle (it counts all connections against the keep-alive
+limit, encode/httpcore#1035), so each call past 20 at once opens a new one. Idle connections still
+close after httpx's 5 s keep-alive expiry."""
 
 
 def _current_loop() -> object:
