@@ -387,8 +387,10 @@ async def _stream(
         yield state.event(delta={"role": "assistant", "content": ""})
         async with gateway.agent.stream(options.pop("messages"), **options) as output:
             async for chunk in output.full_stream:
-                for event in state.translate(chunk):
-                    yield event
+                events = state.translate(chunk)
+                if events:
+                    # Events released together (a held step, the finish and usage) go out in one write.
+                    yield "".join(events)
             if output.finished and output.tripwire is None and output.result.finish_reason == "error":
                 state.outcome = "upstream_error"
                 yield sse_event(
