@@ -90,6 +90,28 @@ async def test_streamed_completion(upstream: FakeProviderServer, gateway_url: st
     assert usage is not None and usage.completion_tokens == 5
 
 
+@pytest.fixture(scope="module")
+def plain_gateway_url(upstream: FakeProviderServer) -> Iterator[str]:
+    config = GatewayConfig(upstream=OpenAICompatibleModel("fake-model", base_url=upstream.base_url))
+    with serving(create_app(config)) as url:
+        yield url
+
+
+@settings(max_examples=40)
+@given(text=st.text(st.characters(codec="utf-8"), min_size=1, max_size=40))
+async def test_any_streamed_text_reaches_the_client_unchanged(
+    upstream: FakeProviderServer, plain_gateway_url: str, text: str
+) -> None:
+    """Quotes, backslashes, control characters, line separators, emoji: the deltas rebuild the text."""
+    upstream.add(FakeReply(text=text, chunk_size=3))
+    async with _client(plain_gateway_url) as client:
+        stream = await client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "Hi"}], stream=True
+        )
+        parts = [choice.delta.content or "" async for chunk in stream for choice in chunk.choices]
+    assert "".join(parts) == text
+
+
 async def test_tools_pass_through(upstream: FakeProviderServer, gateway_url: str) -> None:
     """The client's tools reach the upstream, tool calls reach the client, results go back upstream."""
     tools = [

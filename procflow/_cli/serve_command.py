@@ -100,6 +100,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         import uvicorn
 
         from procflow.server import create_app
+        from procflow.server._config import KEEP_ALIVE_SECONDS
     except ImportError as exc:
         return fail(
             console, f"procflow serve needs the server extra: pip install 'procflow[server]' ({exc.name})"
@@ -127,5 +128,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
         access_log=False,
         lifespan="off",
         timeout_graceful_shutdown=5,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     return EXIT_OK

@@ -17,6 +17,14 @@ import httpx
 
 __all__ = ["ClientSlot"]
 
+LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
+"""The own client's connection pool. With httpx's defaults (100 connections, 20 kept alive) the 101st
+concurrent call waits for a free slot (a gateway serving 200 streams: its latency doubles and, with a
+short ``timeout``, it fails with a pool timeout), and once the pool holds more than 20 connections,
+httpcore 1.0 closes every connection that goes idle (it counts all connections against the keep-alive
+limit, encode/httpcore#1035), so each call past 20 at once opens a new one. Idle connections still
+close after httpx's 5 s keep-alive expiry."""
+
 
 def _current_loop() -> object:
     """An object identifying the running event loop (asyncio's loop, or trio's run token)."""
@@ -63,7 +71,7 @@ class ClientSlot:
         if client is not None and self._loop is loop and not client.is_closed:
             return client
         # None yet, closed, or bound to another (usually finished) loop: that loop closes its own.
-        client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout)
+        client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout, limits=LIMITS)
         closer = _close_when_the_loop_ends(client)
         await closer.asend(None)
         self._client, self._closer, self._loop = client, closer, loop

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import logging
 import time
 import uuid
@@ -219,11 +220,14 @@ class Gateway:
         resource = request.headers.get("x-procflow-resource") or _user_of(body) or client
         options: dict[str, Any] = {
             "messages": messages,
-            "prepare_step": prepare_step,
             "tool_choice": body.tool_choice_name(),
             "max_steps": 1,
             "request_context": {RESOURCE_ID_KEY: resource},
         }
+        if tools or settings:
+            # Only then: a call with a prepare_step assembles its pipelines anew, one without reuses the
+            # agent's (built once), which is most of a plain request's processor overhead.
+            options["prepare_step"] = prepare_step
         thread = request.headers.get("x-procflow-thread")
         if self.config.memory is not None:
             if not thread:
@@ -307,6 +311,14 @@ class _StreamState:
         self.tool_index = 0
         self.saw_tool_call = False
         self.outcome = "ok"
+        # Text deltas are most of a stream; their event is this frame around the JSON-encoded text.
+        frame = self.event(delta={"content": ""})
+        self.text_head, _, self.text_tail = frame.rpartition('"content":""')
+        self.text_head += '"content":'
+
+    def text_event(self, text: str) -> str:
+        """The event of a text delta: what :meth:`event` makes for it, without re-encoding the frame."""
+        return self.text_head + json.dumps(text, ensure_ascii=False) + self.text_tail
 
     def event(self, **fields: Any) -> str:
         return sse_event(
@@ -325,7 +337,7 @@ class _StreamState:
         kind = chunk.type
         if kind == "text-delta":
             text = chunk.payload.get("text") or ""
-            return self.emit(self.event(delta={"content": text})) if text else []
+            return self.emit(self.text_event(text)) if text else []
         if kind == "tool-call":
             from procflow._messages import ToolCall
 
@@ -375,8 +387,10 @@ async def _stream(
         yield state.event(delta={"role": "assistant", "content": ""})
         async with gateway.agent.stream(options.pop("messages"), **options) as output:
             async for chunk in output.full_stream:
-                for event in state.translate(chunk):
-                    yield event
+                events = state.translate(chunk)
+                if events:
+                    # Events released together (a held step, the finish and usage) go out in one write.
+                    yield "".join(events)
             if output.finished and output.tripwire is None and output.result.finish_reason == "error":
                 state.outcome = "upstream_error"
                 yield sse_event(

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from procflow.errors import ProcflowError
+from procflow.server._config import KEEP_ALIVE_SECONDS
 
 __all__ = ["serve_in_background"]
 
@@ -40,6 +41,7 @@ def serve_in_background(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> 
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=1,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(

@@ -18,6 +18,11 @@ TripwireResponse = Literal["error", "refusal"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CONCURRENT_PER_CLIENT = 64
+KEEP_ALIVE_SECONDS = 75
+"""How long the server keeps an idle client connection open. Longer than clients keep theirs (httpx and
+the ``openai`` client drop an idle connection after 5 s; load balancers after about 60 s), so a client
+always closes first: with equal times (uvicorn's default is 5 s) a client reusing a connection races the
+server closing it and gets a connection reset."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
