@@ -6,13 +6,14 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from procflow import Agent
+from procflow._messages import PromptPart
 from procflow.cache import InMemoryServerCache
 from procflow.errors import ConfigurationError
-from procflow.models import PromptFile, PromptMessage, PromptText
+from procflow.models import PromptFile, PromptMessage, PromptText, PromptToolCall, PromptToolResult
 from procflow.processors import ResponseCache, build_response_cache_key
 from procflow.testing import ScriptedModel
 
@@ -131,3 +132,100 @@ async def test_two_requests_differing_only_in_an_image_miss() -> None:
     dog = await agent.generate(ask("https://x.test/dog.png"))
     again = await agent.generate(ask("https://x.test/cat.png"))
     assert (cat.text, dog.text, again.text, model.calls) == ("a cat", "a dog", "a cat", 2)
+
+
+LONG = 1100  # over the length from which a string enters the key as its remembered digest
+
+leaf_texts = st.text(max_size=24) | st.text(min_size=1, max_size=6).map(lambda t: t * (LONG // len(t) + 1))
+
+
+def _part(kind: int, text: str) -> PromptPart:
+    if kind == 0:
+        return PromptText(text=text)
+    if kind == 1:
+        return PromptFile(media_type="image/png", data=text)
+    if kind == 2:
+        return PromptToolCall(tool_call_id="c1", tool_name="search", args={"q": text, "n": 3})
+    return PromptToolResult(tool_call_id="c1", tool_name="search", result={"hits": [text]})
+
+
+def _messages(leaves: list[list[tuple[int, str]]]) -> list[PromptMessage]:
+    """New prompt objects on every call, as each request builds them."""
+    return [PromptMessage(role="user", content=[_part(k, t) for k, t in parts]) for parts in leaves]
+
+
+def _one_char_change(text: str, position: int, char: str, how: int) -> str:
+    at = position % (len(text) + 1)
+    if how == 0 or not text:
+        return text[:at] + char + text[at:]  # insert
+    at = min(at, len(text) - 1)
+    if how == 1:
+        return text[:at] + text[at + 1 :]  # delete
+    replacement = char if char != text[at] else chr(ord(char) % 0x10FFFF + 1)
+    return text[:at] + replacement + text[at + 1 :]  # replace
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    leaves=st.lists(
+        st.lists(st.tuples(st.integers(0, 3), leaf_texts), min_size=1, max_size=3), min_size=1, max_size=4
+    ),
+    data=st.data(),
+)
+def test_any_one_character_change_in_any_message_changes_the_key(
+    leaves: list[list[tuple[int, str]]], data: st.DataObject
+) -> None:
+    """Inserting, deleting or replacing one character of any text, file, tool call or result moves the key."""
+    message = data.draw(st.integers(0, len(leaves) - 1))
+    part = data.draw(st.integers(0, len(leaves[message]) - 1))
+    kind, text = leaves[message][part]
+    changed_text = _one_char_change(
+        text, data.draw(st.integers(0, 10_000)), data.draw(st.characters()), data.draw(st.integers(0, 2))
+    )
+    changed = [list(parts) for parts in leaves]
+    changed[message][part] = (kind, changed_text)
+    original = key(prompt=_messages(leaves))
+    assert key(prompt=_messages(leaves)) == original  # the same content as new objects: the same key
+    assert key(prompt=_messages(changed)) != original
+    assert key(prompt=_messages(leaves)) == original  # and the change did not disturb the original
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    leaves=st.lists(st.lists(st.tuples(st.integers(0, 3), leaf_texts), min_size=1, max_size=3), max_size=3)
+)
+def test_models_and_their_dumps_give_the_same_key(leaves: list[list[tuple[int, str]]]) -> None:
+    """A prompt of pydantic messages and the same prompt as plain dicts are one key."""
+    prompt = _messages(leaves)
+    assert key(prompt=prompt) == key(prompt=[m.model_dump() for m in prompt])
+
+
+def test_long_texts_sharing_head_tail_and_middles_still_differ() -> None:
+    """Two long texts that agree everywhere but one character far from their ends get two keys."""
+    base = "a" * 3000
+    other = base[:1500] + "b" + base[1501:]
+    first, second = key(prompt=[{"text": base}]), key(prompt=[{"text": other}])
+    assert first != second
+    assert key(prompt=[{"text": "a" * 3000}]) == first and key(prompt=[{"text": other[:]}]) == second
+
+
+def test_long_texts_give_the_same_key_in_another_process() -> None:
+    """A long message's key does not depend on what this process has keyed before."""
+    code = (
+        "from procflow.processors import build_response_cache_key as k;"
+        "print(k(scope='s', prompt=[{'t': 'hé📦' * 2000}, {'t': 'x' * 5000}]))"
+    )
+    key(prompt=[{"t": "x" * 5000}])  # seen here already
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    here = build_response_cache_key(scope="s", prompt=[{"t": "hé📦" * 2000}, {"t": "x" * 5000}])
+    assert other.stdout.strip() == here
+
+
+def test_a_string_subclass_counts_by_its_text() -> None:
+    """A ``str`` subclass (an enum value, a marked-up string) keys like the plain text it holds."""
+
+    class Marked(str):
+        __slots__ = ()
+
+    for text in ("short", "long " * 400):
+        assert key(prompt=[{"text": Marked(text)}]) == key(prompt=[{"text": text}])

@@ -131,7 +131,7 @@ async def test_stored_entries_are_plain_json() -> None:
     await agent.generate("Hi")
     (key,) = store._entries  # one entry
     entry = await store.get(key)
-    assert key.startswith("rc1:") and entry["v"] == 1
+    assert key.startswith("rc2:") and entry["v"] == 1
     assert [c["type"] for c in entry["chunks"]] == ["text-delta", "finish"]
     assert entry["chunks"][-1]["payload"]["finish_reason"] == "stop"
 

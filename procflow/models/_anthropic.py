@@ -117,8 +117,8 @@ class AnthropicModel:
         )
         state = AnthropicStreamState(url=self._http.url(_PATH))
         async with open_sse(self._http, _PATH, body, headers=request.headers) as events:
-            async for event in events:
-                for chunk in state.feed(event.data):
+            async for data in events:
+                for chunk in state.feed(data):
                     yield chunk
             for chunk in state.end():
                 yield chunk

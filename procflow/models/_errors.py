@@ -263,7 +263,14 @@ def parse_json(text: str | bytes, *, provider: str, what: str) -> Any:
 def read_stream_event(data: str, read: Callable[[Any], T], *, provider: str) -> T:
     """Parse one SSE ``data`` field and hand it to ``read``; malformed JSON or missing fields raise
     :class:`InvalidResponseError` naming the provider and quoting what arrived."""
-    event = parse_json(data, provider=provider, what="a stream event")
+    return read_parsed_event(
+        parse_json(data, provider=provider, what="a stream event"), data, read, provider=provider
+    )
+
+
+def read_parsed_event(event: Any, data: str, read: Callable[[Any], T], *, provider: str) -> T:
+    """Hand ``event``, parsed from the SSE ``data`` field ``data``, to ``read``; missing fields raise
+    :class:`InvalidResponseError` naming the provider and quoting what arrived."""
     try:
         return read(event)
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:

@@ -9,7 +9,6 @@ from typing import Any
 
 import anyio
 import httpx
-from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from procflow.errors import APITimeoutError, ConfigurationError, InvalidResponseError
 from procflow.models._client import ClientSlot
@@ -21,6 +20,7 @@ from procflow.models._errors import (
     is_error_body,
     parse_json,
 )
+from procflow.models._sse import check_event_stream, sse_data
 
 __all__ = ["DEFAULT_TIMEOUT", "HTTPConfig", "check_base_url", "check_deadline", "open_sse", "post_json"]
 
@@ -106,8 +106,8 @@ def _deadline_error(config: HTTPConfig, url: str) -> APITimeoutError:
 
 
 async def _until(
-    events: AsyncIterator[ServerSentEvent], deadline_at: float, config: HTTPConfig, url: str
-) -> AsyncIterator[ServerSentEvent]:
+    events: AsyncIterator[str], deadline_at: float, config: HTTPConfig, url: str
+) -> AsyncIterator[str]:
     # Each wait for an event is bounded by what is left of the deadline; the scope never spans a yield.
     while True:
         with anyio.move_on_after(_remaining(deadline_at)) as scope:
@@ -166,13 +166,14 @@ async def post_json(
 @asynccontextmanager
 async def open_sse(
     config: HTTPConfig, path: str, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
-) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
-    """POST ``body`` and give the server-sent events of the answer.
+) -> AsyncIterator[AsyncIterator[str]]:
+    """POST ``body`` and give the ``data`` of each server-sent event of the answer.
 
     Failures while connecting *and while the caller iterates the events* are mapped: transport errors
     and HTTP error statuses become :class:`APICallError`, a non-SSE answer :class:`InvalidResponseError`,
-    a passed ``deadline`` :class:`APITimeoutError`. Events with empty data (a bare ``event: ping``, a
-    ``retry:``- or ``id:``-only block) carry nothing; the stream readers skip them.
+    a passed ``deadline`` :class:`APITimeoutError`. Events without data lines (a bare ``event: ping``,
+    a ``retry:``- or ``id:``-only block) are not given; an empty ``data:`` gives ``""``, which the
+    stream readers skip.
     """
     url = config.url(path)
     request_headers = _headers(config, headers)
@@ -188,14 +189,10 @@ async def open_sse(
                 await _raise_for_status(response, config)
             if scope.cancelled_caught:
                 raise _deadline_error(config, url)
+            check_event_stream(response, provider=config.provider, url=url)
             # Closed here, not left to the garbage collector (trio warns about a pending generator).
-            events = await stack.enter_async_context(aclosing(EventSource(response).aiter_sse()))
+            events = await stack.enter_async_context(aclosing(sse_data(response)))
             yield events if deadline_at is None else _until(events, deadline_at, config, url)
-    except SSEError as exc:
-        raise InvalidResponseError(
-            f"{config.provider} answered a streaming request to {url} without server-sent events: {exc}",
-            provider=config.provider,
-        ) from exc
     except httpx.DecodingError as exc:
         raise _undecodable(exc, config, url) from exc
     except httpx.HTTPError as exc:

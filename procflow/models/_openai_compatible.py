@@ -135,8 +135,8 @@ class OpenAICompatibleModel:
         body = self._body(request, stream=True)
         state = OpenAIStreamState(provider=self._provider, url=self._http.url(_PATH))
         async with open_sse(self._http, _PATH, body, headers=request.headers) as events:
-            async for event in events:
-                for chunk in state.feed(event.data):
+            async for data in events:
+                for chunk in state.feed(data):
                     yield chunk
             for chunk in state.end():
                 yield chunk

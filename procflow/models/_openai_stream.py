@@ -14,6 +14,7 @@ from procflow.models._errors import (
     is_error_body,
     parse_args,
     parse_partial_args,
+    read_parsed_event,
     read_stream_event,
 )
 from procflow.models._openai_wire import finish_reason, usage_from
@@ -72,7 +73,35 @@ class OpenAIStreamState:
         if data == "[DONE]":
             self._done = True
             return _NO_CHUNKS
-        return read_stream_event(data, self._read, provider=self._provider)
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return read_stream_event(data, self._read, provider=self._provider)  # raises the clear error
+        text = self._plain_text(event)
+        if text is not None:
+            return [Chunk("text-delta", {"id": "0", "text": text})]
+        return read_parsed_event(event, data, self._read, provider=self._provider)
+
+    def _plain_text(self, event: Any) -> Any:
+        """The text of the common event, one choice's content delta and nothing else, or ``None``.
+
+        The same chunk :meth:`_read` would give, without its general bookkeeping; anything else
+        (the first event, reasoning, tool calls, a finish, usage, an odd shape) returns ``None``.
+        """
+        if not self._started or type(event) is not dict or event.get("usage"):
+            return None
+        choices = event.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason"):
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict:
+            return None
+        if delta.get("reasoning_content") or delta.get("reasoning") or delta.get("tool_calls"):
+            return None
+        return delta.get("content") or delta.get("refusal") or None
 
     def _read(self, event: dict[str, Any]) -> list[Chunk]:
         if is_error_body(event):

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
 from procflow.errors import ConfigurationError
 
-__all__ = ["INTERNAL_KEY_PREFIX", "KEY_VERSION", "ModelIdentity", "ResponseCacheKeyInputs", "build_key"]
+__all__ = [
+    "INTERNAL_KEY_PREFIX",
+    "KEY_VERSION",
+    "LONG_STRING_CHARS",
+    "ModelIdentity",
+    "ResponseCacheKeyInputs",
+    "build_key",
+]
 
-KEY_VERSION = "rc1"
+KEY_VERSION = "rc2"
 """Prefix of every default key; bumped if the derivation ever changes, so old entries are never misread."""
 
 INTERNAL_KEY_PREFIX = "procflow__"
@@ -38,57 +46,190 @@ class ResponseCacheKeyInputs(TypedDict):
 
 
 def build_key(inputs: Mapping[str, Any]) -> str:
-    """``rc1:<sha256>`` over ``inputs``: dict order and procflow-internal keys do not matter.
+    """``rc2:<blake2b-256>`` over ``inputs``: dict order and procflow-internal keys do not matter.
 
-    Strings enter as their UTF-8 bytes with a length prefix (no JSON document is built, so a 100 KB
-    prompt is encoded and hashed once); ``bytes`` anywhere (inline images or files) enter as the
-    digest of their contents.
+    Short strings enter as their UTF-8 bytes with a length prefix (no JSON document is built); a
+    string of :data:`LONG_STRING_CHARS` characters or more enters as the SHA-256 digest of its UTF-8
+    bytes, remembered for the next key (a repeated request re-reads its long messages with one
+    comparison instead of hashing them again); ``bytes`` anywhere (inline images or files) enter as
+    the digest of their contents.
     """
     out: list[bytes] = []
-    _feed(out, inputs)
-    digest = hashlib.sha256(b"".join(out)).hexdigest()
+    _feed(out.append, inputs)
+    digest = hashlib.blake2b(b"".join(out), digest_size=32).hexdigest()
     return f"{KEY_VERSION}:{digest}"
+
+
+LONG_STRING_CHARS = 1024
+"""Strings this long enter a key as their digest, which :class:`_DigestMemo` remembers."""
+
+
+class _DigestMemo:
+    """SHA-256 digests of recently keyed long strings, found again by content, never by identity.
+
+    A repeated request brings the same text as new objects (decoded again from JSON or storage), and
+    hashing a new string (Python's ``hash`` included) reads all of it, so entries are filed under a
+    cheap sample of the text (length, head, two middle slices, tail). A sample is only a hint: a
+    digest is reused only after a full comparison with the string it was computed from, so two texts
+    that share a sample cost a hash, never a wrong key. Bounded by entries and characters held,
+    least recently used first out; thread-safe.
+    """
+
+    __slots__ = ("_chars", "_entries", "_lock", "max_chars", "max_entries")
+
+    def __init__(self, *, max_entries: int = 4096, max_chars: int = 8_000_000) -> None:
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self._entries: dict[tuple[int, str, str, str, str], tuple[str, bytes]] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def digest(self, text: str) -> bytes:
+        """SHA-256 of ``text``'s UTF-8 bytes (lone surrogates passed through)."""
+        n = len(text)
+        third = n // 3
+        sample = (n, text[:32], text[third : third + 32], text[n - third : n - third + 32], text[-32:])
+        with self._lock:
+            found = self._entries.pop(sample, None)
+            if found is not None:
+                self._chars -= len(found[0])
+        if found is not None and found[0] == text:
+            digest = found[1]
+        else:
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        if n <= self.max_chars // 4:
+            self._keep(sample, text, digest)
+        return digest
+
+    def _keep(self, sample: tuple[int, str, str, str, str], text: str, digest: bytes) -> None:
+        with self._lock:
+            entries = self._entries
+            old = entries.pop(sample, None)  # another thread filed the same sample meanwhile
+            if old is not None:
+                self._chars -= len(old[0])
+            entries[sample] = (text, digest)  # last in the dict: the most recently used
+            self._chars += len(text)
+            while len(entries) > self.max_entries or self._chars > self.max_chars:
+                oldest = next(iter(entries))
+                self._chars -= len(entries.pop(oldest)[0])
+
+    def clear(self) -> None:
+        """Forget every digest."""
+        with self._lock:
+            self._entries.clear()
+            self._chars = 0
+
+
+_MEMO = _DigestMemo()
+
+
+Emit = Callable[[bytes], None]
+
+
+class _ModelFields:
+    """A pydantic model class's fields in key order, each with its name already encoded."""
+
+    __slots__ = ("header", "names", "prefixed")
+
+    def __init__(self, kind: type[BaseModel]) -> None:
+        names = sorted(name for name in kind.model_fields if not name.startswith(INTERNAL_KEY_PREFIX))
+        self.names = frozenset(kind.model_fields)
+        self.header = b"{%d:" % len(names)
+        self.prefixed = [(name, _encoded(name)) for name in names]
+
+
+def _encoded(name: str) -> bytes:
+    out: list[bytes] = []
+    _feed(out.append, name)
+    return b"".join(out)
+
+
+_MODEL_TYPES: dict[type, _ModelFields] = {}
+"""Types seen so far that are pydantic models and neither strings nor mappings."""
+
+
+def _feed(emit: Emit, value: Any) -> None:
+    kind = type(value)
+    if kind is str:
+        if len(value) < LONG_STRING_CHARS:
+            data = value.encode("utf-8", "surrogatepass")
+            emit(b"s%d:" % len(data))
+            emit(data)
+        else:
+            emit(b"h" + _MEMO.digest(value))
+    elif kind is dict:
+        _feed_mapping(emit, value)
+    elif kind in _MODEL_TYPES:
+        _feed_model(emit, value.__dict__, _MODEL_TYPES[kind])
+    elif kind is list or kind is tuple:
+        emit(b"[%d:" % len(value))
+        for item in value:
+            _feed(emit, item)
+        emit(b"]")
+    elif value is None:
+        emit(b"n")
+    elif kind is bool:
+        emit(b"T" if value else b"F")
+    elif kind is int:
+        emit(b"i%d;" % value)
+    else:
+        _feed_other(emit, value, kind)
+
+
+def _feed_model(emit: Emit, fields: dict[str, Any], model: _ModelFields) -> None:
+    """A model's fields, exactly as :func:`_feed_mapping` would feed them, without sorting each time."""
+    if fields.keys() != model.names:  # built with model_construct() and a field left out
+        _feed_mapping(emit, fields)
+        return
+    emit(model.header)
+    for name, prefixed in model.prefixed:
+        emit(prefixed)
+        _feed(emit, fields[name])
+    emit(b"}")
+
+
+def _feed_mapping(emit: Emit, mapping: Mapping[Any, Any]) -> None:
+    items = [
+        (k, v)
+        for k, v in ((key if type(key) is str else str(key), v) for key, v in mapping.items())
+        if not k.startswith(INTERNAL_KEY_PREFIX)
+    ]
+    items.sort(key=_first)
+    emit(b"{%d:" % len(items))
+    for k, v in items:
+        _feed(emit, k)
+        _feed(emit, v)
+    emit(b"}")
 
 
 def _first(item: tuple[str, Any]) -> str:
     return item[0]
 
 
-def _feed(out: list[bytes], value: Any) -> None:
-    kind = type(value)
-    if kind is str or (kind is not dict and kind is not list and isinstance(value, str)):
-        data = value.encode("utf-8", "surrogatepass")
-        out.append(b"s%d:" % len(data))
-        out.append(data)
-    elif kind is dict or (kind is not list and isinstance(value, Mapping)):
-        items = sorted(
-            ((str(k), v) for k, v in value.items() if not str(k).startswith(INTERNAL_KEY_PREFIX)),
-            key=_first,
-        )
-        out.append(b"{%d:" % len(items))
-        for k, v in items:
-            _feed(out, k)
-            _feed(out, v)
-        out.append(b"}")
-    elif kind is list or kind is tuple:
-        out.append(b"[%d:" % len(value))
-        for item in value:
-            _feed(out, item)
-        out.append(b"]")
-    elif value is None:
-        out.append(b"n")
-    elif kind is bool:
-        out.append(b"T" if value else b"F")
+def _feed_other(emit: Emit, value: Any, kind: type) -> None:
+    """The rarer kinds: subclasses of the plain types, floats, bytes, models, other sequences."""
+    if isinstance(value, str):
+        # A subclass may redefine ==, so only plain strings use the memo.
+        data = str.encode(value, "utf-8", "surrogatepass")
+        if len(value) < LONG_STRING_CHARS:
+            emit(b"s%d:" % len(data))
+            emit(data)
+        else:
+            emit(b"h" + hashlib.sha256(data).digest())
+    elif isinstance(value, Mapping):
+        _feed_mapping(emit, value)
     elif isinstance(value, BaseModel):
-        _feed(out, value.__dict__)  # the fields, as model_dump() would give them, without copying
+        # The fields, as model_dump() would give them, uncopied.
+        _MODEL_TYPES[kind] = model = _ModelFields(kind)
+        _feed_model(emit, value.__dict__, model)
     elif isinstance(value, int):
-        out.append(b"i%d;" % value)
+        emit(b"i%d;" % value)
     elif isinstance(value, float):
-        out.append(b"f" + repr(value).encode() + b";")
+        emit(b"f" + repr(value).encode() + b";")
     elif isinstance(value, bytes | bytearray | memoryview):
-        out.append(b"b" + hashlib.sha256(value).digest())
+        emit(b"b" + hashlib.sha256(value).digest())
     elif isinstance(value, Sequence):
-        _feed(out, list(value))
+        _feed(emit, list(value))
     else:
         raise ConfigurationError(
             f"cannot derive a cache key from a {type(value).__name__}: key inputs must be JSON-like data "

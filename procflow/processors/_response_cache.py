@@ -326,10 +326,14 @@ def _decode(entry: Any) -> list[Chunk] | None:
     raw = entry.get("chunks")
     if not isinstance(raw, list):
         return None
+    chunks = []
     try:
-        chunks = [Chunk(item["type"], item["payload"], item.get("transient", False)) for item in raw]
+        for item in raw:
+            kind = item["type"]
+            payload = item["payload"]
+            if type(kind) is not str or type(payload) is not dict:
+                return None
+            chunks.append(Chunk(kind, payload, item.get("transient", False)))
     except (TypeError, KeyError):
-        return None
-    if not all(type(c.type) is str and type(c.payload) is dict for c in chunks):
         return None
     return chunks
