@@ -13,7 +13,10 @@ from cli_support import EXAMPLE_DATA, PIPELINES, chat, procflow, write_jsonl
 
 from procflow._cli import run_ray
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(300),
+]  # a local Ray cluster starts slowly on a loaded machine
 
 
 @pytest.fixture(scope="module", autouse=True)
