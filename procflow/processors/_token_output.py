@@ -210,8 +210,9 @@ class _Room:
     def __init__(self, counter: TokenCounter, limit: int) -> None:
         self.counter = counter
         self.limit = limit
-        # tiktoken's tokens are byte sequences, at least one byte each; a custom counter promises nothing.
-        self.bytes_bound = isinstance(counter, TiktokenCounter)
+        # tiktoken's tokens are byte sequences, at least one byte each; another counter (a subclass that
+        # overrides count too) promises nothing.
+        self.bytes_bound = type(counter) is TiktokenCounter
         self.spent = 0
         self.pending: list[str] = []
         self.pending_bytes = 0
