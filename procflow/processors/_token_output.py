@@ -145,6 +145,8 @@ class OutputLimiting:
         """
         await self._ready()
         room = _Room(self.counter, self.limit)
+        if room.bytes_bound and _all_bytes(args.messages) <= self.limit:
+            return None  # every text fits even if each of its bytes were a token
         changed = False
         out: list[Message] = []
         for message in args.messages:
@@ -243,6 +245,21 @@ class _Room:
         # Once a text is cut the response ends there: later text is dropped, as in the stream.
         self.closed = True
         return truncate_to_tokens(self.counter, text, left)
+
+
+def _all_bytes(messages: list[Message]) -> int:
+    """The UTF-8 bytes of every text of the assistant messages: parts and fallbacks."""
+    total = 0
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        content = message.content
+        for part in content.parts:
+            if isinstance(part, TextPart):
+                total += _utf8_len(part.text)
+        if content.content:
+            total += _utf8_len(content.content)
+    return total
 
 
 def _utf8_len(text: str) -> int:
