@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from procflow.cli._json_input import JsonInputError, decode_json, describe
 from procflow.errors import ProcflowError
@@ -86,6 +86,11 @@ class Conversation:
     formats: dict[str, _TurnFormat] = field(default_factory=dict, repr=False)
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    # Decoded JSON objects are dicts: the exact type test spares the ABC check on every turn.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
     """Build a :class:`Conversation` from one decoded JSON record.
 
@@ -94,7 +99,7 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
             names the field (``messages[2].content``) and describes what was found by kind and size,
             without quoting it.
     """
-    if not isinstance(record, Mapping):
+    if not _is_mapping(record):
         raise ConversationFormatError(
             f'expected a JSON object like {{"messages": [...]}}, got {describe(record)}', line=line
         )
@@ -137,7 +142,7 @@ def _label(value: str) -> str:
 def _parse_turn(
     turn: Any, calls: dict[str, tuple[str, dict[str, Any]]], message_id: str
 ) -> tuple[Message, _TurnFormat]:
-    if not isinstance(turn, Mapping):
+    if not _is_mapping(turn):
         raise ConversationFormatError(f"expected a turn object, got {describe(turn)}")
     role = turn.get("role")
     if not isinstance(role, str):
@@ -200,7 +205,7 @@ def _parse_content(content: Any, present: bool) -> tuple[list[dict[str, Any]], s
 
 
 def _parse_part(item: Any, path: str) -> dict[str, Any]:
-    if not isinstance(item, Mapping):
+    if not _is_mapping(item):
         raise ConversationFormatError(f"{path}: a content part must be an object, not {describe(item)}")
     kind = item.get("type")
     if kind == "text":
@@ -223,8 +228,8 @@ def _parse_part(item: Any, path: str) -> dict[str, Any]:
 
 
 def _parse_tool_call(call: Any) -> tuple[dict[str, Any], Any]:
-    function = call.get("function") if isinstance(call, Mapping) else None
-    if not isinstance(function, Mapping) or not isinstance(call.get("id"), str):
+    function = call.get("function") if _is_mapping(call) else None
+    if not _is_mapping(function) or not isinstance(call.get("id"), str):
         raise ConversationFormatError(
             "a tool call needs {'id': ..., 'type': 'function', 'function': {'name': ..., 'arguments': ...}}"
         )
