@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import regex
 from _agent_support import MODES, call
 from hypothesis import given
 from hypothesis import strategies as st
@@ -124,3 +125,29 @@ def test_default_id_and_custom_id() -> None:
     """The seed's id by default; id= sets another so two can share a pipeline."""
     assert UnicodeNormalizer().id == "unicode-normalizer"
     assert UnicodeNormalizer(id="second").id == "second"
+
+
+_SPACES = [
+    " ",
+    "  ",
+    "\n",
+    "\n\n",
+    "\t",
+    "\r",
+    "\r\n",
+    "\u00a0",
+    "\u2028",
+    "\u2029",
+    "\x85",
+    "\u3000",
+    "\x0b",
+]
+
+
+@given(st.lists(st.sampled_from([*_SPACES, "a", "Ünï", "你好", "！", "x\u0301"]), max_size=30).map("".join))
+def test_whitespace_collapse_skips_only_text_it_would_not_change(text: str) -> None:
+    """Any text: collapsing gives what the three whitespace rewrites give, however often it is skipped."""
+    expected = regex.sub(r"\r\n?|[\u2028\u2029\x85]", "\n", text)
+    expected = regex.sub(r"[^\S\n]+", " ", regex.sub(r"[^\S\n]*\n\s*", "\n", expected))
+    normalizer = UnicodeNormalizer(form=None, trim=False)
+    assert normalizer.normalize(text) == expected

@@ -23,11 +23,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from procflow._chat.json_input import JsonInputError, decode_json, describe
-from procflow._messages.message import Message, MessageContent, Role
-from procflow._messages.parts import ImagePart, Part, TextPart, ToolInvocationPart
+from procflow._messages.message import Message, Role
+from procflow._messages.parts import ImagePart, TextPart, ToolInvocationPart
 from procflow.errors import ProcflowError
 
 __all__ = ["Conversation", "ConversationFormatError", "conversation_to_record", "parse_conversation"]
@@ -86,6 +86,11 @@ class Conversation:
     formats: dict[str, _TurnFormat] = field(default_factory=dict, repr=False)
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    # Decoded JSON objects are dicts: the exact type test spares the ABC check on every turn.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
     """Build a :class:`Conversation` from one decoded JSON record.
 
@@ -94,7 +99,7 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
             names the field (``messages[2].content``) and describes what was found by kind and size,
             without quoting it.
     """
-    if not isinstance(record, Mapping):
+    if not _is_mapping(record):
         raise ConversationFormatError(
             f'expected a JSON object like {{"messages": [...]}}, got {describe(record)}', line=line
         )
@@ -108,7 +113,7 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
     conversation = Conversation(
         messages=[], fields={k: v for k, v in record.items() if k not in ("messages", "blocked")}, line=line
     )
-    calls: dict[str, ToolInvocationPart] = {}
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
     for index, turn in enumerate(turns):
         try:
             # Ids follow the turn's index, so reports that name a message (tripwire metadata, redaction
@@ -135,9 +140,9 @@ def _label(value: str) -> str:
 
 
 def _parse_turn(
-    turn: Any, calls: dict[str, ToolInvocationPart], message_id: str
+    turn: Any, calls: dict[str, tuple[str, dict[str, Any]]], message_id: str
 ) -> tuple[Message, _TurnFormat]:
-    if not isinstance(turn, Mapping):
+    if not _is_mapping(turn):
         raise ConversationFormatError(f"expected a turn object, got {describe(turn)}")
     role = turn.get("role")
     if not isinstance(role, str):
@@ -169,40 +174,44 @@ def _parse_turn(
                 part, raw = _parse_tool_call(call)
             except ConversationFormatError as exc:
                 raise ConversationFormatError(_at(f".tool_calls[{index}]", exc.problem)) from None
-            fmt.arguments[part.tool_call_id] = (raw, dict(part.args))
-            calls[part.tool_call_id] = part
+            fmt.arguments[part["tool_call_id"]] = (raw, dict(part["args"]))
+            calls[part["tool_call_id"]] = (part["tool_name"], part["args"])
             parts.append(part)
     return _message(message_id, _ROLES[role], parts, None), fmt
 
 
-def _message(message_id: str, role: Role, parts: list[Part], text: str | None) -> Message:
-    # The id is given, not generated and then replaced: a random id per turn cost a tenth of the parse.
-    return Message(id=message_id, role=role, content=MessageContent(parts=parts, content=text))
+def _message(message_id: str, role: Role, parts: list[dict[str, Any]], text: str | None) -> Message:
+    # One validation of the whole turn (parts given as data, checked above): building each part and the
+    # content as models first validated every turn three times over. The id is given, not generated
+    # and then replaced: a random id per turn cost a tenth of the parse.
+    return Message.model_validate(
+        {"id": message_id, "role": role, "content": {"parts": parts, "content": text}}
+    )
 
 
-def _parse_content(content: Any, present: bool) -> tuple[list[Part], str]:
+def _parse_content(content: Any, present: bool) -> tuple[list[dict[str, Any]], str]:
     if content is None:
         return [], "null" if present else "absent"
     if isinstance(content, str):
-        return [TextPart(text=content)], "text"
+        return [{"type": "text", "text": content}], "text"
     if not isinstance(content, list):
         raise ConversationFormatError(
             f".content: must be a string, null or a list of parts, not {describe(content)}"
         )
-    parts: list[Part] = []
+    parts: list[dict[str, Any]] = []
     for index, item in enumerate(content):
         parts.append(_parse_part(item, f".content[{index}]"))
     return parts, "parts"
 
 
-def _parse_part(item: Any, path: str) -> Part:
-    if not isinstance(item, Mapping):
+def _parse_part(item: Any, path: str) -> dict[str, Any]:
+    if not _is_mapping(item):
         raise ConversationFormatError(f"{path}: a content part must be an object, not {describe(item)}")
     kind = item.get("type")
     if kind == "text":
         if not isinstance(item.get("text"), str):
             raise ConversationFormatError(f"{path}.text: must be a string, not {describe(item.get('text'))}")
-        return TextPart(text=item["text"])
+        return {"type": "text", "text": item["text"]}
     if kind == "image_url":
         image = item.get("image_url")
         url = image.get("url") if isinstance(image, Mapping) else image
@@ -210,7 +219,7 @@ def _parse_part(item: Any, path: str) -> Part:
             raise ConversationFormatError(
                 f"{path}: an image_url part needs {{'image_url': {{'url': '...'}}}}"
             )
-        return ImagePart(url=url)
+        return {"type": "image", "url": url}
     what = _label(kind) if isinstance(kind, str) else describe(kind)
     raise ConversationFormatError(
         f"{path}.type: unsupported content part type {what}; content parts must be "
@@ -218,9 +227,9 @@ def _parse_part(item: Any, path: str) -> Part:
     )
 
 
-def _parse_tool_call(call: Any) -> tuple[ToolInvocationPart, Any]:
-    function = call.get("function") if isinstance(call, Mapping) else None
-    if not isinstance(function, Mapping) or not isinstance(call.get("id"), str):
+def _parse_tool_call(call: Any) -> tuple[dict[str, Any], Any]:
+    function = call.get("function") if _is_mapping(call) else None
+    if not _is_mapping(function) or not isinstance(call.get("id"), str):
         raise ConversationFormatError(
             "a tool call needs {'id': ..., 'type': 'function', 'function': {'name': ..., 'arguments': ...}}"
         )
@@ -236,11 +245,15 @@ def _parse_tool_call(call: Any) -> tuple[ToolInvocationPart, Any]:
             raise ConversationFormatError(exc.problem) from None
     if not isinstance(parsed, dict):
         raise ConversationFormatError(f".function.arguments: must be a JSON object, not {describe(parsed)}")
-    return ToolInvocationPart(tool_call_id=call["id"], tool_name=name, args=parsed), raw
+    part = {"type": "tool-invocation", "tool_call_id": call["id"], "tool_name": name, "args": parsed}
+    return part, raw
 
 
 def _parse_tool_turn(
-    turn: Mapping[str, Any], parts: list[Part], calls: dict[str, ToolInvocationPart], message_id: str
+    turn: Mapping[str, Any],
+    parts: list[dict[str, Any]],
+    calls: dict[str, tuple[str, dict[str, Any]]],
+    message_id: str,
 ) -> Message:
     call_id = turn.get("tool_call_id")
     if not isinstance(call_id, str):
@@ -249,12 +262,17 @@ def _parse_tool_turn(
         )
     call = calls.get(call_id)
     written = turn.get("name")
-    name = (
-        call.tool_name if call is not None else written if isinstance(written, str) and written else "unknown"
-    )
-    args = dict(call.args) if call is not None else {}
-    text = "".join(p.text for p in parts if isinstance(p, TextPart))
-    result = ToolInvocationPart(tool_call_id=call_id, tool_name=name, args=args, state="result", result=text)
+    name = call[0] if call is not None else written if isinstance(written, str) and written else "unknown"
+    args = dict(call[1]) if call is not None else {}
+    text = "".join(p["text"] for p in parts if p["type"] == "text")
+    result = {
+        "type": "tool-invocation",
+        "tool_call_id": call_id,
+        "tool_name": name,
+        "args": args,
+        "state": "result",
+        "result": text,
+    }
     # The result is also the message's flattened text, so text processors (redaction, normalisation)
     # check what a tool returned like any other text the conversation carries.
     return _message(message_id, "tool", [result], text)

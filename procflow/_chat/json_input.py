@@ -52,6 +52,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# Built once: json.loads with hooks builds a decoder per call. ``decode`` keeps no state between calls.
+_DECODE = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float).decode
+
+
 def decode_json(text: str, *, path: str = "") -> Any:
     """Decode ``text``, rejecting what cannot be processed and written back.
 
@@ -65,7 +69,9 @@ def decode_json(text: str, *, path: str = "") -> Any:
     """
     where = f"{path}: " if path else ""
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        if text.startswith("\ufeff"):  # what json.loads says about a byte-order mark
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODE(text)
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"{where}invalid JSON: {exc.msg} (column {exc.colno})") from None
     except RecursionError:

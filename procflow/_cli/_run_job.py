@@ -165,7 +165,8 @@ async def _process_all(
         task = progress.add_task("processing", total=input_size(source))
         for item in read_conversations(source, max_line_bytes=args.max_line_size):
             stats.lines += 1
-            progress.update(task, completed=item.offset, description=f"{stats.processed} conversations")
+            if show:  # a hidden bar still takes a lock and formats its description on every update
+                progress.update(task, completed=item.offset, description=f"{stats.processed} conversations")
             error = await _handle(item, args, processor, writer, stats)
             # Processors may never suspend; a checkpoint per conversation lets Ctrl-C stop the run here.
             await anyio.lowlevel.checkpoint()

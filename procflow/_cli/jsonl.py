@@ -131,7 +131,7 @@ class JsonlWriter:
                 non-finite number, a lone surrogate or a cycle into it); nothing is written then.
         """
         try:
-            line = json.dumps(record, ensure_ascii=False, allow_nan=False, default=_plain) + "\n"
+            line = _ENCODE(record) + "\n"
             line.encode("utf-8")
         except (ValueError, UnicodeEncodeError, RecursionError) as exc:
             why = "a lone surrogate" if isinstance(exc, UnicodeEncodeError) else type(exc).__name__
@@ -153,3 +153,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     return str(value)
+
+
+# Built once: json.dumps with options builds an encoder per call. ``encode`` keeps no state.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_plain).encode

@@ -83,7 +83,8 @@ class ConversationProcessor:
                 ml.add(message, source=self._source_of(message))
         ctx = RunContext(message_list=ml)
         self._collector.take()
-        outcome = Outcome(messages=[])
+        tripwire_info: TripwireInfo | None = None
+        blocked_phase: str | None = None
         phase = "input"
         try:
             if self.phase != "output":
@@ -95,11 +96,11 @@ class ConversationProcessor:
                     OutputResult(text=text, finish_reason="stop")
                 )
         except TripWire as tripwire:
-            outcome.tripwire = tripwire.info()
-            outcome.blocked_phase = phase
-        outcome.messages = _in_order(ml, original_order)
-        outcome.violations = self._collector.take()
-        outcome.redactions, outcome.warnings = count_rules(outcome.violations)
+            tripwire_info, blocked_phase = tripwire.info(), phase
+        violations = self._collector.take()
+        outcome = Outcome(_in_order(ml, original_order), tripwire_info, blocked_phase, violations)
+        if violations:
+            outcome.redactions, outcome.warnings = count_rules(violations)
         return outcome
 
     def _source_of(self, message: Message) -> Literal["input", "response"]:

@@ -75,8 +75,10 @@ class RunStats:
                 ``None`` when it was not blocked.
         """
         self.processed += 1
-        self.redactions.update(redactions)
-        self.warnings.update(warnings)
+        if redactions:
+            self.redactions.update(redactions)
+        if warnings:
+            self.warnings.update(warnings)
         if blocked_by is not None:
             self.blocked += 1
             self.blocked_by[blocked_by] += 1

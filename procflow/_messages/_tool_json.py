@@ -15,14 +15,18 @@ from typing import Any
 
 __all__ = ["tool_args_text", "tool_result_text"]
 
+# One encoder, built once: ``json.dumps`` with options builds a new encoder on every call, which costs
+# more than encoding a small argument object. ``encode`` keeps no state between calls (thread-safe).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
 
 def tool_args_text(args: Mapping[str, Any]) -> str:
     """A tool call's arguments as the JSON text the model reads (compact, real characters)."""
-    return json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODE(args)
 
 
 def tool_result_text(result: Any) -> str:
     """A tool's result as the text the model reads: a string as it is, anything else as compact JSON."""
     if isinstance(result, str):
         return result
-    return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODE(result)

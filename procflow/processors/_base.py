@@ -95,7 +95,7 @@ async def notify_violation(processor: object, violation: ProcessorViolation) -> 
         return
     try:
         outcome = callback(violation)
-        if inspect.isawaitable(outcome):
+        if outcome is not None and inspect.isawaitable(outcome):  # None: spare the Awaitable ABC check
             await outcome
     except Exception as exc:
         log.warning("on_violation_failed", processor_id=violation.processor_id, error_type=type(exc).__name__)

@@ -8,6 +8,7 @@ results of its tool calls travel together and a call is never separated from its
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -26,7 +27,7 @@ from procflow._messages.prompt import (
     PromptToolCall,
     PromptToolResult,
 )
-from procflow.processors._tokens import TokenCounter, count_checked
+from procflow.processors._tokens import TiktokenCounter, TokenCounter, count_checked
 
 if TYPE_CHECKING:
     from procflow._tools._tool import Tool
@@ -52,12 +53,16 @@ class PromptCosts:
     message_overhead: int
     file_tokens: int
     texts: dict[str, int] = field(default_factory=dict)
+    _count: Callable[[str], int] | None = field(default=None, init=False, repr=False)
 
     def text(self, text: str) -> int:
         """The tokens of ``text`` (cached)."""
         cached = self.texts.get(text)
         if cached is None:
-            cached = self.texts[text] = count_checked(self.counter, text)
+            count = self._count
+            if count is None:
+                count = self._count = _counting(self.counter)
+            cached = self.texts[text] = count(text)
         return cached
 
     def part(self, part: PromptPart) -> int:
@@ -74,7 +79,26 @@ class PromptCosts:
 
     def message(self, message: PromptMessage) -> int:
         """The tokens of one prompt message, framing included."""
-        return self.message_overhead + self.text(message.role) + sum(self.part(p) for p in message.content)
+        texts = self.texts
+        total = texts.get(message.role)
+        if total is None:
+            total = self.text(message.role)
+        total += self.message_overhead
+        for part in message.content:
+            # Text is most of a prompt: its count is one dict lookup (the text's hash is cached on the
+            # string, and a rebuilt prompt shares the stored message's strings).
+            kind = type(part)
+            if kind is PromptText or kind is PromptReasoning:
+                cost = texts.get(part.text)  # type: ignore[union-attr]
+                total += self.text(part.text) if cost is None else cost  # type: ignore[union-attr]
+            else:
+                total += self.part(part)
+        return total
+
+    def prompt(self, prompt: Prompt) -> list[int]:
+        """The tokens of each prompt message, framing included."""
+        message = self.message
+        return [message(m) for m in prompt]
 
     def tools(self, tools: Mapping[str, Tool]) -> int:
         """The tokens of the tool definitions offered to the model: names, descriptions, JSON schemas."""
@@ -84,6 +108,14 @@ class PromptCosts:
             schema = json.dumps(spec.parameters, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
             total += self.text(spec.name) + self.text(spec.description) + self.text(schema)
         return total
+
+
+def _counting(counter: TokenCounter) -> Callable[[str], int]:
+    """``counter``'s count; for tiktoken the encoder itself (its counts need no checking)."""
+    if type(counter) is TiktokenCounter:
+        encode = counter.encoding.encode_ordinary
+        return lambda text: len(encode(text)) if text else 0
+    return lambda text: count_checked(counter, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,17 +147,45 @@ class TrimPlan:
         return self.keep.count(False)
 
 
-def _units(prompt: Prompt) -> tuple[list[int], list[list[int]]]:
-    system: list[int] = []
-    units: list[list[int]] = []
+@dataclass(slots=True)
+class _Units:
+    """A prompt cut into units, as flat lists (no list per unit: a long prompt makes no garbage).
+
+    ``unit_of[i]`` is the unit of prompt message ``i`` (``-1`` for a system message), ``starts[u]`` the
+    first message of unit ``u``; ``costs[u]`` its tokens; ``system`` the system messages' tokens.
+    """
+
+    unit_of: list[int]
+    starts: list[int]
+    costs: list[int]
+    system: int
+
+    def members(self) -> list[list[int]]:
+        """The prompt indexes of each unit."""
+        out: list[list[int]] = [[] for _ in self.starts]
+        for index, unit in enumerate(self.unit_of):
+            if unit >= 0:
+                out[unit].append(index)
+        return out
+
+
+def _units(prompt: Prompt, per_message: list[int]) -> _Units:
+    unit_of = [-1] * len(prompt)
+    starts: list[int] = []
+    costs: list[int] = []
+    system = 0
     for index, message in enumerate(prompt):
-        if message.role == "system":
-            system.append(index)
-        elif message.role == "tool" and units:
-            units[-1].append(index)
+        role = message.role
+        if role == "system":
+            system += per_message[index]
+            continue
+        if role == "tool" and starts:
+            costs[-1] += per_message[index]
         else:
-            units.append([index])
-    return system, units
+            starts.append(index)
+            costs.append(per_message[index])
+        unit_of[index] = len(starts) - 1
+    return _Units(unit_of, starts, costs, system)
 
 
 def _touches(message: PromptMessage, ids: set[str]) -> bool:
@@ -182,24 +242,29 @@ def _same(a: PromptMessage, b: PromptMessage) -> bool:
 
 def _required(
     prompt: Prompt,
-    units: list[list[int]],
+    units: _Units,
     *,
     protected_ids: set[str],
     turn_start: int | None,
     memory: list[str | None] | None,
 ) -> list[bool]:
-    last = len(units) - 1
+    count = len(units.starts)
+    required = [False] * count
+    if count:
+        required[-1] = True
     if memory is not None:  # memory-only: everything that was not recalled stays
-        return [
-            position == last or any(memory[i] is None for i in unit) for position, unit in enumerate(units)
-        ]
+        for index, unit in enumerate(units.unit_of):
+            if unit >= 0 and memory[index] is None:
+                required[unit] = True
+        return required
     start = len(prompt) if turn_start is None else turn_start
-    return [
-        position == last
-        or unit[0] >= start
-        or (bool(protected_ids) and any(_touches(prompt[i], protected_ids) for i in unit))
-        for position, unit in enumerate(units)
-    ]
+    for unit in range(bisect_left(units.starts, start), count):
+        required[unit] = True
+    if protected_ids:
+        for index, unit in enumerate(units.unit_of):
+            if unit >= 0 and not required[unit] and _touches(prompt[index], protected_ids):
+                required[unit] = True
+    return required
 
 
 def _blocks(units: list[list[int]], memory: list[str | None]) -> list[list[int]]:
@@ -262,14 +327,15 @@ def plan_trim(
     recalled message together). Once over ``limit``, the prompt is trimmed down to
     ``limit - headroom``, so the next calls have room to grow before they must trim again.
     """
-    per_message = [costs.message(m) for m in prompt]
-    system, units = _units(prompt)
-    fixed_tokens = fixed + sum(per_message[i] for i in system)
+    per_message = costs.prompt(prompt)
     tokens_before = fixed + sum(per_message)
     keep = [True] * len(prompt)
     if tokens_before <= limit:
+        fixed_tokens = fixed + sum(c for m, c in zip(prompt, per_message, strict=True) if m.role == "system")
         return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, tokens_before)
-    unit_costs = [sum(per_message[i] for i in unit) for unit in units]
+    units = _units(prompt, per_message)
+    fixed_tokens = fixed + units.system
+    unit_costs = units.costs
     recalled = memory() if memory is not None else None
     required = _required(prompt, units, protected_ids=protected_ids, turn_start=turn_start, memory=recalled)
     required_tokens = fixed_tokens + sum(c for c, r in zip(unit_costs, required, strict=True) if r)
@@ -278,17 +344,14 @@ def plan_trim(
         return TrimPlan(keep, tokens_before, tokens_before, fixed_tokens, required_tokens, problem, recalled)
     room = max(0, limit - headroom - required_tokens)
     blocks: Iterable[Sequence[int]] = (
-        reversed(_blocks(units, recalled))
+        reversed(_blocks(units.members(), recalled))
         if mode == "memory-only" and recalled is not None
-        else ((position,) for position in range(len(units) - 1, -1, -1))
+        else ((position,) for position in range(len(unit_costs) - 1, -1, -1))
     )
     kept = _take(blocks, unit_costs, required, room, skip=mode == "best-fit")
-    taken = 0
-    for position, unit in enumerate(units):
-        if kept[position]:
-            taken += unit_costs[position]
-        elif not required[position]:
-            for index in unit:
-                keep[index] = False
+    for index, unit in enumerate(units.unit_of):
+        if unit >= 0 and not kept[unit] and not required[unit]:
+            keep[index] = False
+    taken = sum(c for c, k in zip(unit_costs, kept, strict=True) if k)
     tokens_after = required_tokens + taken
     return TrimPlan(keep, tokens_before, tokens_after, fixed_tokens, required_tokens, recalled=recalled)

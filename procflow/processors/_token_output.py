@@ -146,13 +146,19 @@ class OutputLimiting:
         return self._reached(args, head, tokens)
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
-        """Cut the response text to the limit between characters (``truncate``) or abort (``abort``)."""
+        """Cut the response text to the limit between characters (``truncate``) or abort (``abort``).
+
+        A text whose UTF-8 length fits in what is surely left of the budget is kept without being
+        tokenised (a token is at least one byte); texts are counted only once the budget gets close.
+        """
         await self._ready()
-        budget = [self.limit]
+        room = _Room(self.counter, self.limit)
+        if room.bytes_bound and _all_bytes(args.messages) <= self.limit:
+            return None  # every text fits even if each of its bytes were a token
         changed = False
         out: list[Message] = []
         for message in args.messages:
-            limited = self._limit_message(message, budget)
+            limited = self._limit_message(message, room)
             changed = changed or limited is not message
             out.append(limited)
         if not changed:
@@ -165,39 +171,107 @@ class OutputLimiting:
             )
         return out
 
-    def _cut(self, text: str, budget: list[int]) -> str:
-        room = budget[0] if self.count_mode == "cumulative" else self.limit
-        head = truncate_to_tokens(self.counter, text, room)
-        if self.count_mode == "cumulative":
-            # Once a text is cut the response ends there: later text is dropped, as in the stream.
-            budget[0] = room - self.count(head) if head == text else 0
-        return head
+    def _cut(self, text: str, room: _Room) -> str:
+        if self.count_mode == "part":
+            if room.bytes_bound and _utf8_len(text) <= self.limit:
+                return text
+            return truncate_to_tokens(self.counter, text, self.limit)
+        return room.take(text)
 
-    def _limit_message(self, message: Message, budget: list[int]) -> Message:
+    def _limit_message(self, message: Message, room: _Room) -> Message:
         if message.role != "assistant":
             return message
+        fallback = message.content.content
+        has_text = any(isinstance(p, TextPart) for p in message.content.parts)
+        # The fallback mirrors the text parts: it is measured against the budget as the message found it.
+        start = room.copy() if fallback and has_text else None
         parts: list[Part] = []
         changed = False
-        start = budget[0]
         for part in message.content.parts:
             if isinstance(part, TextPart):
-                head = self._cut(part.text, budget)
+                head = self._cut(part.text, room)
                 if head != part.text:
                     changed = True
                     if not head:
                         continue
                     part = part.model_copy(update={"text": head})
             parts.append(part)
-        fallback = message.content.content
         if fallback:
-            has_text = any(isinstance(p, TextPart) for p in message.content.parts)
-            head = self._cut(fallback, [start] if has_text else budget)
+            head = self._cut(fallback, start if start is not None else room)
             if head != fallback:
                 changed, fallback = True, head
         if not changed:
             return message
         content = message.content.model_copy(update={"parts": parts, "content": fallback})
         return message.model_copy(update={"content": content})
+
+
+class _Room:
+    """What is left of a cumulative output budget, counted lazily.
+
+    A text whose UTF-8 length fits beside what is already spent (counted) and the bytes of the texts
+    kept uncounted is kept without tokenising it: a text never has more tokens than UTF-8 bytes. Once a
+    text may not fit, the uncounted texts are counted and the text is cut exactly, so every decision is
+    the one an exact count would make.
+    """
+
+    __slots__ = ("bytes_bound", "closed", "counter", "limit", "pending", "pending_bytes", "spent")
+
+    def __init__(self, counter: TokenCounter, limit: int) -> None:
+        self.counter = counter
+        self.limit = limit
+        # tiktoken's tokens are byte sequences, at least one byte each; another counter (a subclass that
+        # overrides count too) promises nothing.
+        self.bytes_bound = type(counter) is TiktokenCounter
+        self.spent = 0
+        self.pending: list[str] = []
+        self.pending_bytes = 0
+        self.closed = False
+
+    def copy(self) -> _Room:
+        clone = _Room(self.counter, self.limit)
+        clone.spent, clone.pending_bytes, clone.closed = self.spent, self.pending_bytes, self.closed
+        clone.pending = list(self.pending)
+        return clone
+
+    def take(self, text: str) -> str:
+        """The longest prefix of ``text`` that fits what is left; once a text is cut, nothing more fits."""
+        if self.closed or not text:
+            return "" if self.closed else text
+        if self.bytes_bound:
+            size = _utf8_len(text)
+            if self.spent + self.pending_bytes + size <= self.limit:
+                self.pending.append(text)
+                self.pending_bytes += size
+                return text
+        left = self.limit - self.spent - sum(count_checked(self.counter, t) for t in self.pending)
+        self.spent, self.pending, self.pending_bytes = self.limit - left, [], 0
+        tokens = count_checked(self.counter, text)
+        if left > 0 and tokens <= left:
+            self.spent += tokens
+            return text
+        # Once a text is cut the response ends there: later text is dropped, as in the stream.
+        self.closed = True
+        return truncate_to_tokens(self.counter, text, left)
+
+
+def _all_bytes(messages: list[Message]) -> int:
+    """The UTF-8 bytes of every text of the assistant messages: parts and fallbacks."""
+    total = 0
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        content = message.content
+        for part in content.parts:
+            if isinstance(part, TextPart):
+                total += _utf8_len(part.text)
+        if content.content:
+            total += _utf8_len(content.content)
+    return total
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _texts(message: Message) -> list[str]:

@@ -24,6 +24,9 @@ _EMOJI = regex.compile(r"[\p{Extended_Pictographic}\p{Regional_Indicator}\N{COMB
 _LINE_BREAKS = regex.compile(r"\r\n?|[\u2028\u2029\x85]")
 _BREAK_RUN = regex.compile(r"[^\S\n]*\n\s*")
 _SPACE_RUN = regex.compile(r"[^\S\n]+")
+# Whitespace the three patterns above would change: any but a space or a line feed (the other line breaks
+# are whitespace too), or two in a row. Text without it is collapsed already; one search, no new string.
+_COLLAPSIBLE = regex.compile(r"[^\S \n]|\s\s")
 
 
 class UnicodeNormalizer(ProcessorBase):
@@ -84,7 +87,7 @@ class UnicodeNormalizer(ProcessorBase):
             text = unicodedata.normalize(self.form, text)
         if self.strip_control_chars and _CONTROL.search(text):
             text = self._strip(text)
-        if self.collapse_whitespace:
+        if self.collapse_whitespace and _COLLAPSIBLE.search(text):
             text = _LINE_BREAKS.sub("\n", text)
             text = _SPACE_RUN.sub(" ", _BREAK_RUN.sub("\n", text))
         if self.trim:
