@@ -263,6 +263,17 @@ class RegexFilterProcessor:
         ``stream_hold_limit``, stops the stream with a tripwire: the runner would let the chunk through.
         """
         try:
+            chunk = args.part
+            if chunk.type == "text-delta" and self.strategy != "warn" and self.phase != "input":
+                stream: _Stream | None = args.state.get(_STATE_KEY)
+                text = chunk.payload.get("text")
+                if stream is not None and type(text) is str and text:
+                    release = stream.queue.add_text(chunk, text)
+                    if release is None:
+                        return None
+                    if not release.regions:
+                        return stream.queue.release_plain(release)
+                    return await self._release(stream, release, args)
             return await self._on_chunk(args)
         except PatternTimeoutError as exc:
             self._timed_out(args, exc)
@@ -317,9 +328,8 @@ class RegexFilterProcessor:
             release = stream.queue.add_text(chunk, text)
             if release is None:
                 return None
-            if not release.regions:  # the common case, without a coroutine
-                emitted = stream.queue.release(release, [])
-                return emitted[0][0] if len(emitted) == 1 else [item[0] for item in emitted]
+            if not release.regions:
+                return stream.queue.release_plain(release)
             return await self._release(stream, release, args)
         if stream is None or kind in _PASS_AHEAD or kind.startswith("data-"):
             return chunk
@@ -370,8 +380,7 @@ class RegexFilterProcessor:
     async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> StreamResult:
         regions = release.regions
         if not regions:
-            emitted = stream.queue.release(release, [])
-            return emitted[0][0] if len(emitted) == 1 else [item[0] for item in emitted]
+            return stream.queue.release_plain(release)
         if self.strategy == "block":
             matches = [
                 {"rule": hit[2].name, "match": REDACTED_MATCH, "index": release.start + hit[0]}

@@ -36,7 +36,7 @@ PRESET_HORIZON = 8
 """Characters past a built-in match the engine may read before the match is final (see presets)."""
 
 _FLAG_MASK = regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.VERBOSE | regex.ASCII | regex.UNICODE
-_ASCII_DIGIT = regex.compile(r"[0-9]")
+_ASCII_DIGIT = re.compile(r"[0-9]")
 _REFERENCE = re.compile(r"\$(?:(\$)|(&)|([0-9]{1,2})|<([A-Za-z_][A-Za-z0-9_]*)>)")
 
 
@@ -197,9 +197,12 @@ _SHARED: dict[str, Any] = {}
 
 
 def _shared(source: str) -> Any:
+    """A needle pattern, compiled once; with the stdlib engine (cheaper per call) when its classes
+    are ASCII-only, so that both engines read it alike."""
     compiled = _SHARED.get(source)
     if compiled is None:
-        compiled = _SHARED[source] = regex.compile(source)
+        ascii_only = source.isascii() and not regex.search(r"\\[sSwWdDbB]", source)
+        compiled = _SHARED[source] = (re if ascii_only else regex).compile(source)
     return compiled
 
 
