@@ -16,7 +16,7 @@ from procflow.messages.chunk import Chunk
 from procflow.messages.message import Message
 from procflow.processors._regex_filter.chunks import ChunkQueue
 from procflow.processors._regex_filter.match import Hit, merge_hits, scan_final
-from procflow.processors._regex_filter.messages import MessageCheck
+from procflow.processors._regex_filter.messages import KnownText, MessageCheck
 from procflow.processors._regex_filter.options import as_rule, check_options, check_preset, warn_matches
 from procflow.processors._regex_filter.presets import PresetName, preset_patterns
 from procflow.processors._regex_filter.report import (
@@ -199,7 +199,9 @@ class RegexFilterProcessor:
         hits = self._find(extra) if extra else []
         if hits and self.strategy == "redact":
             args.result.text = apply_regions(extra, merge_hits(hits), report=False, include_values=False)[0]
-        return await self._check_messages(args.messages, "process_output_result", args, extra_hits=hits)
+        return await self._check_messages(
+            args.messages, "process_output_result", args, extra_hits=hits, extra_text=extra
+        )
 
     async def _check_messages(
         self,
@@ -208,9 +210,10 @@ class RegexFilterProcessor:
         args: ProcessorArgs,
         *,
         extra_hits: list[Hit] | None = None,
+        extra_text: str | None = None,
     ) -> list[Message] | None:
         check = MessageCheck(
-            find=self._find,
+            find=self._find if not extra_text else KnownText(self._find, extra_text, extra_hits or []),
             phase=phase,
             redact=self.strategy == "redact",
             report=self.on_violation is not None and self.strategy == "redact",
