@@ -206,7 +206,7 @@ def scan_open(
                 found.hold = _partial_tail(rule, text, max(pos, n - reach), n, needles)
             return found
         begin = match.start()
-        if match.partial:
+        if custom and match.partial:  # only custom rules search with partial matching
             found.hold = begin
             return found
         low = max(pos, n - reach)

@@ -213,6 +213,24 @@ def _tail_pattern(source: str) -> Any:
     return compiled
 
 
+_ENGINE_SENSITIVE = regex.compile(r"\\[A-SV-Zabcdeghijklmopqswyz]|\(\?[a-zA-Z]*[aiLufVrwx]|\(\?\||\[\[:")
+"""What the two engines may read differently: escapes other than ``\\t \\n \\r \\f \\v \\x \\u
+\\U`` (shorthand and property classes), case folding and other flags, branch reset, POSIX classes.
+Variable-width look-behinds, which only the ``regex`` package has, fail to compile with ``re``."""
+
+
+def _preset_pattern(source: str, partial: bool) -> Any:
+    """A built-in pattern, compiled with the stdlib engine when it reads it exactly as the ``regex``
+    package does (explicit classes and literals, fixed-width look-behinds, no flags) and no partial
+    matching is needed: its searches cost a half to a third as much."""
+    if not partial and not _ENGINE_SENSITIVE.search(source):
+        try:
+            return re.compile(source)
+        except re.error:
+            pass
+    return regex.compile(source)
+
+
 def compile_preset(preset: PresetPattern, order: int) -> CompiledRule:
     """Compile one built-in pattern."""
     tail = preset.tail
@@ -223,7 +241,7 @@ def compile_preset(preset: PresetPattern, order: int) -> CompiledRule:
         suffix = _tail_pattern(tail)
     return CompiledRule(
         name=preset.rule,
-        rx=regex.compile(preset.pattern),
+        rx=_preset_pattern(preset.pattern, preset.tail == PARTIAL),
         replacement=preset.replacement,
         template=None,
         order=order,
