@@ -42,19 +42,54 @@ class ChunkQueue:
     def add_text(self, chunk: Chunk, text: str) -> Release | None:
         """Hold ``text`` (from ``chunk``) and feed it to the scanner; return what a scan released."""
         scanner = self.scanner
-        start = scanner.end
-        end = start + len(text)
-        last = self.items[-1] if self.items else None
+        start = scanner.base + len(scanner.buf) + scanner.extra
+        items = self.items
+        last = items[-1] if items else None
         if type(last) is _Segment and last.end == start and last.payload.get("id") == chunk.payload.get("id"):
-            last.end = end
+            last.end = start + len(text)
             last.chunk = None
         else:
-            self.items.append(_Segment(start, end, chunk.payload, chunk))
+            items.append(_Segment(start, start + len(text), chunk.payload, chunk))
         return scanner.feed(text)
 
     def add_marker(self, chunk: Chunk) -> None:
         """Hold a text-start/text-end chunk at the current position of the text."""
         self.items.append((self.scanner.end, chunk))
+
+    def release_plain(self, release: Release) -> Chunk | list[Chunk]:
+        """Output chunks for ``release`` when it replaces nothing: one chunk, or a list of them.
+
+        The same chunks as :meth:`release` with no regions, by a shorter loop (the usual case).
+        """
+        out: list[Chunk] = []
+        text, origin = release.text, release.start
+        cut = origin + len(text)
+        items = self.items
+        while items:
+            item = items[0]
+            if type(item) is tuple:
+                if item[0] > cut:
+                    break
+                out.append(item[1])
+                items.popleft()
+                continue
+            assert isinstance(item, _Segment)
+            start, end = item.start, item.end
+            if start >= cut:
+                break
+            if end <= cut and item.chunk is not None:
+                out.append(item.chunk)
+                items.popleft()
+                continue
+            piece = text[start - origin : (end if end < cut else cut) - origin]
+            if piece:
+                out.append(Chunk("text-delta", {**item.payload, "text": piece}))
+            if end > cut:
+                item.start = cut
+                item.chunk = None
+                break
+            items.popleft()
+        return out[0] if len(out) == 1 else out
 
     def release(self, release: Release, replacements: list[str]) -> list[Emitted]:
         """Output chunks for ``release`` (its regions replaced by ``replacements``), markers in place."""

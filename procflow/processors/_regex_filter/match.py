@@ -177,8 +177,13 @@ class OpenScan:
     pending: Any = None
 
 
-def scan_open(rule: CompiledRule, text: str, start: int, window: int, needles: NeedleIndex) -> OpenScan:
+def scan_open(
+    rule: CompiledRule, text: str, start: int, window: int, needles: NeedleIndex, first: Any = None
+) -> OpenScan:
     """Scan ``text`` from ``start`` for ``rule``, the text possibly continuing later.
+
+    ``first`` is the match a plain search of a built-in pattern from ``start`` already found (it is
+    not searched for again).
 
     A complete match is final once enough text follows it: a few characters for built-in patterns
     (whose engines read at most that far past a match), the rest of the ``window`` for custom rules.
@@ -192,13 +197,16 @@ def scan_open(rule: CompiledRule, text: str, start: int, window: int, needles: N
     reach = n if custom else rule.max_hold
     pos = start
     while pos <= n:
-        match = _search(rule, text, pos, n, custom)
+        if first is None:
+            match = _search(rule, text, pos, n, custom)
+        else:
+            match, first = first, None
         if match is None:
             if rule.partial_tail:
                 found.hold = _partial_tail(rule, text, max(pos, n - reach), n, needles)
             return found
         begin = match.start()
-        if match.partial:
+        if custom and match.partial:  # only custom rules search with partial matching
             found.hold = begin
             return found
         low = max(pos, n - reach)

@@ -17,7 +17,7 @@ from procflow.processors._regex_filter.report import (
 )
 from procflow.processors._regex_filter.tool_args import ArgPath, map_strings
 
-__all__ = ["MessageCheck"]
+__all__ = ["KnownText", "MessageCheck"]
 
 
 @dataclass(slots=True)
@@ -115,3 +115,20 @@ class MessageCheck:
                 detail["arg_path"] = list(arg_path)
             self.details.append(detail)
         return new_text
+
+
+class KnownText:
+    """``find`` that answers for one text already searched (the result text, which the response's
+    text part repeats) without searching it again."""
+
+    __slots__ = ("_find", "_hits", "_text")
+
+    def __init__(self, find: Callable[[str], list[Hit]], text: str, hits: list[Hit]) -> None:
+        self._find = find
+        self._text = text
+        self._hits = hits
+
+    def __call__(self, text: str) -> list[Hit]:
+        if text == self._text:
+            return list(self._hits)
+        return self._find(text)

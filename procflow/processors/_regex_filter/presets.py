@@ -280,45 +280,39 @@ def preset_patterns(name: PresetName) -> tuple[PresetPattern, ...]:
     return _PRESETS[name]
 
 
-_TRIGGER_CHARS = re.compile(r"[@0-9=：是_+(:\-]")
 _SEPARATORS = r"[ .\-/()]{0,2}"
+_AWS_TAILS = "|".join(("KIA", "SIA", "BIA", "CCA", "GPA", "IDA", "ROA", "IPA", "NPA", "NVA", "PKA"))
 _TRIGGERS = re.compile(
-    r"[@=：_:]|--|sk-|xapp-|glpat-|pypi-|是(?:[!-~]|\Z)|\+(?:[0-9]|\Z)|\((?:[0-9+]|\Z)"
-    r"|[0-9](?:" + _SEPARATORS + r"[0-9]){6}|[0-9](?:" + _SEPARATORS + r"[0-9]){0,5}" + _SEPARATORS + r"\Z"
+    r"[@=：_:\-sxgp是+(0-9eASBb]"
+    r"(?:(?<=[@=：_:])|(?<=-)-|(?<=s)k-|(?<=x)(?:app-|ox)|(?<=g)lpat-|(?<=p)ypi-"
+    r"|(?<=是)(?:[!-~]|\Z)|(?<=\+)(?:[0-9]|\Z)|(?<=\()(?:[0-9+]|\Z)"
+    r"|(?<=[0-9])(?:"
+    + _SEPARATORS
+    + r"[0-9]){6}|(?<=[0-9])(?:"
+    + _SEPARATORS
+    + r"[0-9]){0,5}"
+    + _SEPARATORS
+    + r"\Z"
+    r"|(?<=e)yJ|(?<=A)(?:Iza|"
+    + _AWS_TAILS
+    + r")|(?<=S)G\.|(?<=[Bb])(?:[Ee][Aa][Rr][Ee][Rr]|[Aa][Ss][Ii][Cc]))"
 )
-"""Where a needle of a symbol, or a chain of 7 digits (the fewest a number rule matches), or digits at
-the end of the text (a number in progress) may be."""
-_AWS_START = re.compile(r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)")
+"""Where a needle may start: a symbol needle (``@ = ： _ :``, ``--``, ``sk-``, ``xapp-``…), a chain of
+7 digits (the fewest a number rule matches) or digits at the end of the text (a number in progress),
+or a needle of letters only (``eyJ``, ``AIza``, ``SG.``, ``xox``, AWS key prefixes, ``bearer`` and
+``basic`` in any case). One search whose first item is a character class, so the engine skips the
+positions no needle can start at without trying the alternatives."""
 
 
 def first_trigger(text: str, pos: int) -> int:
     """Where the first possible needle of any preset is in ``text[pos:]`` (``-1``: none).
 
-    A quick test that over-approximates every needle of every preset: one character-class scan, and
-    only when it finds a symbol or digit a finer one (a lone digit or hyphen in prose is no start of
-    a phone number or key); then the needles made of letters only (``eyJ``, ``AIza``, ``SG.``,
-    ``xox``, AWS key prefixes, ``bearer``, ``basic``). A match in progress holding none of them lies
+    A quick test that over-approximates every needle of every preset (a lone digit or hyphen in
+    prose is no start of a phone number or key). A match in progress holding none of them lies
     within the last word; a match holding one starts within the word of its first needle.
     """
-    first = -1
-    if _TRIGGER_CHARS.search(text, pos) is not None:
-        found = _TRIGGERS.search(text, pos)
-        if found is not None:
-            first = found.start()
-    for needle in ("eyJ", "AIza", "SG.", "xox"):
-        at = text.find(needle, pos)
-        if at >= 0 and (first < 0 or at < first):
-            first = at
-    if text.find("A", pos) >= 0:
-        found = _AWS_START.search(text, pos)
-        if found is not None and (first < 0 or found.start() < first):
-            first = found.start()
-    low = text.lower()
-    for needle in ("bearer", "basic"):
-        at = low.find(needle, pos)
-        if at >= 0 and (first < 0 or at < first):
-            first = at
-    return first
+    found = _TRIGGERS.search(text, pos)
+    return -1 if found is None else found.start()
 
 
 def may_match(text: str, pos: int) -> bool:

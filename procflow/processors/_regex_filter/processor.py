@@ -24,7 +24,7 @@ from procflow.processors._args import (
 from procflow.processors._base import ProcessorViolation, ViolationCallback, notify_violation
 from procflow.processors._regex_filter.chunks import ChunkQueue
 from procflow.processors._regex_filter.match import Hit, merge_hits, scan_final
-from procflow.processors._regex_filter.messages import MessageCheck
+from procflow.processors._regex_filter.messages import KnownText, MessageCheck
 from procflow.processors._regex_filter.options import as_rule, check_options, check_preset, warn_matches
 from procflow.processors._regex_filter.presets import PresetName, preset_patterns
 from procflow.processors._regex_filter.report import (
@@ -199,7 +199,9 @@ class RegexFilterProcessor:
         hits = self._find(extra) if extra else []
         if hits and self.strategy == "redact":
             args.result.text = apply_regions(extra, merge_hits(hits), report=False, include_values=False)[0]
-        return await self._check_messages(args.messages, "process_output_result", args, extra_hits=hits)
+        return await self._check_messages(
+            args.messages, "process_output_result", args, extra_hits=hits, extra_text=extra
+        )
 
     async def _check_messages(
         self,
@@ -208,9 +210,10 @@ class RegexFilterProcessor:
         args: ProcessorArgs,
         *,
         extra_hits: list[Hit] | None = None,
+        extra_text: str | None = None,
     ) -> list[Message] | None:
         check = MessageCheck(
-            find=self._find,
+            find=self._find if not extra_text else KnownText(self._find, extra_text, extra_hits or []),
             phase=phase,
             redact=self.strategy == "redact",
             report=self.on_violation is not None and self.strategy == "redact",
@@ -263,6 +266,17 @@ class RegexFilterProcessor:
         ``stream_hold_limit``, stops the stream with a tripwire: the runner would let the chunk through.
         """
         try:
+            chunk = args.part
+            if chunk.type == "text-delta" and self.strategy != "warn" and self.phase != "input":
+                stream: _Stream | None = args.state.get(_STATE_KEY)
+                text = chunk.payload.get("text")
+                if stream is not None and type(text) is str and text:
+                    release = stream.queue.add_text(chunk, text)
+                    if release is None:
+                        return None
+                    if not release.regions:
+                        return stream.queue.release_plain(release)
+                    return await self._release(stream, release, args)
             return await self._on_chunk(args)
         except PatternTimeoutError as exc:
             self._timed_out(args, exc)
@@ -317,9 +331,8 @@ class RegexFilterProcessor:
             release = stream.queue.add_text(chunk, text)
             if release is None:
                 return None
-            if not release.regions:  # the common case, without a coroutine
-                emitted = stream.queue.release(release, [])
-                return emitted[0][0] if len(emitted) == 1 else [item[0] for item in emitted]
+            if not release.regions:
+                return stream.queue.release_plain(release)
             return await self._release(stream, release, args)
         if stream is None or kind in _PASS_AHEAD or kind.startswith("data-"):
             return chunk
@@ -370,8 +383,7 @@ class RegexFilterProcessor:
     async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> StreamResult:
         regions = release.regions
         if not regions:
-            emitted = stream.queue.release(release, [])
-            return emitted[0][0] if len(emitted) == 1 else [item[0] for item in emitted]
+            return stream.queue.release_plain(release)
         if self.strategy == "block":
             matches = [
                 {"rule": hit[2].name, "match": REDACTED_MATCH, "index": release.start + hit[0]}

@@ -141,7 +141,7 @@ class StreamScanner:
         if self.due:
             self.parts.append(text)
             self.extra += len(text)
-            end = self.end
+            end = self.base + len(self.buf) + self.extra
             if end < self.due and end - self.emit <= self.limit:
                 return None
             return self._scan_capped(end)
@@ -207,11 +207,14 @@ class StreamScanner:
             if final:
                 hits.extend(scan_final(rule, buf, start))
                 continue
-            if rule.quick and rule.rx.search(buf, start, n) is None:
-                if rule.tail is None:
-                    token_reach = max(token_reach, rule.max_hold)
-                continue
-            found = scan_open(rule, buf, start, self._window, self._needles)
+            first = None
+            if rule.quick:
+                first = rule.rx.search(buf, start, n)
+                if first is None:
+                    if rule.tail is None:
+                        token_reach = max(token_reach, rule.max_hold)
+                    continue
+            found = scan_open(rule, buf, start, self._window, self._needles, first)
             hits.extend(found.hits)
             if found.hold is not None:
                 hold = min(hold, self._hold(rule, buf, found, hits, anchors))
@@ -296,6 +299,11 @@ def _last_word(buf: str, low: int, high: int | None = None) -> int:
     n = len(buf) if high is None else high
     if n == low:
         return n
+    space = buf.rfind(" ", low, n)
+    if space >= 0:
+        rest = buf[space + 1 : n]
+        if rest.isascii() and rest.isprintable():  # no other blank after the space, no CJK
+            return space + 1
     found = _BREAK.search(buf, low, n)
     return low if found is None else found.end()
 
