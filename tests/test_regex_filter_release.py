@@ -9,7 +9,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from procflow.messages import Chunk
+from procflow import Chunk
 from procflow.processors import RegexFilterProcessor
 from procflow.testing import run_output_stream
 

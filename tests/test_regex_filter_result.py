@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from procflow.messages import OutputResult
+from procflow._messages import OutputResult
 from procflow.processors import ProcessorViolation, RegexFilterProcessor, RegexRule
 from procflow.testing import run_output_result
 
