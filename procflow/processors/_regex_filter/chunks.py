@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from procflow._messages.chunk import Chunk
 from procflow.processors._regex_filter.match import Region
 from procflow.processors._regex_filter.stream import Release, StreamScanner
 
-__all__ = ["ChunkQueue", "Emitted"]
+__all__ = ["ChunkQueue", "Emitted", "Replacement"]
 
 
 @dataclass(slots=True)
@@ -26,8 +26,16 @@ class _Segment:
     chunk: Chunk | None = None
 
 
-Emitted = tuple[Chunk, list[tuple[Region, int, str]]]
-"""An output chunk and the regions replaced in it: (region, index in the chunk's text, replacement)."""
+class Replacement(NamedTuple):
+    """One region replaced in an output chunk: where in the chunk's text, and by what."""
+
+    region: Region
+    at: int
+    text: str
+
+
+Emitted = tuple[Chunk, list[Replacement]]
+"""An output chunk and the regions replaced in it."""
 
 
 class ChunkQueue:
@@ -121,7 +129,7 @@ class ChunkQueue:
                 items.popleft()
                 continue
             pieces: list[str] = []
-            replaced: list[tuple[Region, int, str]] = []
+            replaced: list[Replacement] = []
             pos = max(item.start, skip_to)
             while index < len(regions) and origin + regions[index].start < stop:
                 region = regions[index]
@@ -129,7 +137,7 @@ class ChunkQueue:
                 if begin > pos:
                     pieces.append(text[pos - origin : begin - origin])
                 pieces.append(replacements[index])
-                replaced.append((region, begin - item.start, replacements[index]))
+                replaced.append(Replacement(region, begin - item.start, replacements[index]))
                 pos = skip_to = origin + region.end
                 index += 1
             if pos < stop:

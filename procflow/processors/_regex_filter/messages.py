@@ -86,11 +86,11 @@ class MessageCheck:
         if not hits:
             return None
         if not self.redact:
-            for hit in sorted(hits, key=lambda hit: hit[0]):
+            for hit in sorted(hits, key=lambda hit: hit.start):
                 entry = {
-                    "rule": hit[2].name,
+                    "rule": hit.rule.name,
                     "match": REDACTED_MATCH,
-                    "index": hit[0],
+                    "index": hit.start,
                     "message_id": message_id,
                 }
                 if part_index is not None:

@@ -22,7 +22,7 @@ from procflow.processors._args import (
     StreamResult,
 )
 from procflow.processors._base import ProcessorViolation, ViolationCallback, notify_violation
-from procflow.processors._regex_filter.chunks import ChunkQueue
+from procflow.processors._regex_filter.chunks import ChunkQueue, Replacement
 from procflow.processors._regex_filter.match import Hit, merge_hits, scan_final
 from procflow.processors._regex_filter.messages import KnownText, MessageCheck
 from procflow.processors._regex_filter.options import as_rule, check_options, check_preset, warn_matches
@@ -223,7 +223,9 @@ class RegexFilterProcessor:
         out = [check.message(message) for message in messages]
         found = check.found
         if not found and extra_hits and self.strategy != "redact":
-            found = [{"rule": hit[2].name, "match": REDACTED_MATCH, "index": hit[0]} for hit in extra_hits]
+            found = [
+                {"rule": hit.rule.name, "match": REDACTED_MATCH, "index": hit.start} for hit in extra_hits
+            ]
         if found and self.strategy == "block":
             self._block(args, found)
         if found and self.strategy == "warn":
@@ -386,7 +388,7 @@ class RegexFilterProcessor:
             return stream.queue.release_plain(release)
         if self.strategy == "block":
             matches = [
-                {"rule": hit[2].name, "match": REDACTED_MATCH, "index": release.start + hit[0]}
+                {"rule": hit.rule.name, "match": REDACTED_MATCH, "index": release.start + hit.start}
                 for region in regions
                 for hit in region.hits
             ]
@@ -399,7 +401,7 @@ class RegexFilterProcessor:
                     await self._report(self._chunk_detail(release, replaced))
         return [emitted[0] for emitted in emitted]
 
-    def _chunk_detail(self, release: Release, replaced: list[Any]) -> RegexRedactionDetail:
+    def _chunk_detail(self, release: Release, replaced: list[Replacement]) -> RegexRedactionDetail:
         entries: list[RegexRedaction] = []
         for region, index, replacement in replaced:
             value = release.text[region.start : region.end] if self.include_redacted_values else None
@@ -408,5 +410,5 @@ class RegexFilterProcessor:
 
     def _warn_release(self, release: Release) -> None:
         if release.regions:
-            names = [hit[2].name for region in release.regions for hit in region.hits]
+            names = [hit.rule.name for region in release.regions for hit in region.hits]
             warn_matches(self.id, "process_output_stream", names)

@@ -29,6 +29,7 @@ from procflow.processors._regex_filter.match import (
     Region,
     accept_pending,
     merge_hits,
+    new_hit,
     scan_final,
     scan_open,
 )
@@ -235,7 +236,7 @@ class StreamScanner:
             self._resume(anchors, [], base, cut)
             self.emit = base + cut
             return Release(base + emit, buf[emit:cut], [])
-        hits = [_clip(hit, emit) for hit in hits if hit[1] > emit]
+        hits = [_clip(hit, emit) for hit in hits if hit.end > emit]
         regions = merge_hits(hits)
         cut = n if final else _cut_before(regions, max(hold, emit))
         released = [r for r in regions if r.end <= cut]
@@ -245,7 +246,8 @@ class StreamScanner:
             region.start -= emit
             region.end -= emit
             region.hits = [
-                (s - emit, e - emit, rule, ms - emit, me - emit) for s, e, rule, ms, me in region.hits
+                new_hit(Hit, (s - emit, e - emit, rule, ms - emit, me - emit))
+                for s, e, rule, ms, me in region.hits
             ]
         return Release(base + emit, buf[emit:cut], released)
 
@@ -314,7 +316,9 @@ def _order(rule: CompiledRule) -> int:
 
 def _clip(hit: Hit, emit: int) -> Hit:
     """A hit of a match that began before the release point keeps only its part after it."""
-    return hit if hit[0] >= emit else (emit, hit[1], hit[2], hit[3], hit[4])
+    return (
+        hit if hit.start >= emit else new_hit(Hit, (emit, hit.end, hit.rule, hit.match_start, hit.match_end))
+    )
 
 
 def _cut_before(regions: list[Region], cut: int) -> int:
