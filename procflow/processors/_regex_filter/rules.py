@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -219,11 +220,23 @@ _ENGINE_SENSITIVE = regex.compile(r"\\[A-SV-Zabcdeghijklmopqswyz]|\(\?[a-zA-Z]*[
 Variable-width look-behinds, which only the ``regex`` package has, fail to compile with ``re``."""
 
 
+_POSSESSIVE = regex.compile(r"[*+?}]\+|\(\?>")
+"""Possessive quantifiers and atomic groups (and, conservatively, ``\\++``)."""
+
+_STDLIB_POSSESSIVE_OK = sys.version_info >= (3, 11, 5)
+"""The stdlib engine matched possessive quantifiers wrongly before 3.11.5 (CPython gh-100061 and
+gh-106052: a possessive repeat of a group that backtracks, or next to a look-ahead): on older 3.11
+releases the phone and card patterns missed numbers, so those patterns stay on ``regex`` there."""
+
+
 def _preset_pattern(source: str, partial: bool) -> Any:
     """A built-in pattern, compiled with the stdlib engine when it reads it exactly as the ``regex``
     package does (explicit classes and literals, fixed-width look-behinds, no flags) and no partial
     matching is needed: its searches cost a half to a third as much."""
-    if not partial and not _ENGINE_SENSITIVE.search(source):
+    stdlib_reads_it = not _ENGINE_SENSITIVE.search(source) and (
+        _STDLIB_POSSESSIVE_OK or not _POSSESSIVE.search(source)
+    )
+    if not partial and stdlib_reads_it:
         try:
             return re.compile(source)
         except re.error:
