@@ -292,6 +292,10 @@ class StreamScanner:
 
 _BREAK = regex.compile(r"(?r)[\s" + CJK + CJK_PUNCT + "]")
 
+_FIRST_WIDE_BREAK = "\u02ea"
+"""The lowest printable character other than the space that ends a word (a Bopomofo tone mark; the CJK
+scripts come after it): a printable word whose characters all lie below it holds no break."""
+
 
 def _last_word(buf: str, low: int, high: int | None = None) -> int:
     """Where the last word of ``buf[low:high]`` starts (``high`` when it ends with a blank).
@@ -304,8 +308,8 @@ def _last_word(buf: str, low: int, high: int | None = None) -> int:
     space = buf.rfind(" ", low, n)
     if space >= 0:
         rest = buf[space + 1 : n]
-        if rest.isascii() and rest.isprintable():  # no other blank after the space, no CJK
-            return space + 1
+        if rest.isprintable() and (rest.isascii() or max(rest) < _FIRST_WIDE_BREAK):
+            return space + 1  # no other blank after the space, no CJK (accented Latin words too)
     found = _BREAK.search(buf, low, n)
     return low if found is None else found.end()
 
