@@ -10,6 +10,7 @@ tool results, so a replayed tool-loop step never runs its tools again.
 from __future__ import annotations
 
 import inspect
+import marshal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -193,7 +194,7 @@ class ResponseCache:
         args.state["attempt"] = args.state.setdefault("first_keys", {}).setdefault(args.step_number, key)
         if overrides.bust:
             return None
-        chunks = _decode(await self._read(key))
+        chunks = await self._lookup(key)
         if is_tracing():
             event = "response_cache_miss" if chunks is None else "response_cache_hit"
             log.info(event, processor_id=self.id, step_number=args.step_number)
@@ -255,9 +256,15 @@ class ResponseCache:
             return self.scope
         return context.resource_id
 
+    async def _lookup(self, key: str) -> list[Chunk] | None:
+        """The stored chunks under ``key`` as fresh objects, or ``None`` (a miss)."""
+        cache = self.cache
+        if type(cache) is InMemoryServerCache:  # no I/O, no timeout; the entry kept ready to replay
+            plan = cache._view(key, _plan)
+            return None if plan is None else _replay(plan)
+        return _decode(await self._read(key))
+
     async def _read(self, key: str) -> Any | None:
-        if type(self.cache) is InMemoryServerCache:  # no I/O: no timeout scope needed
-            return await self.cache.get(key)
         with anyio.move_on_after(self.timeout) as scope:
             try:
                 return await self.cache.get(key)
@@ -269,9 +276,13 @@ class ResponseCache:
         return None
 
     async def _write(self, key: str, entry: dict[str, Any]) -> None:
+        cache = self.cache
         with anyio.move_on_after(self.timeout) as scope:
             try:
-                await self.cache.set(key, entry, self.ttl)
+                if type(cache) is InMemoryServerCache:
+                    cache._set_with_view(key, entry, self.ttl, _plan)
+                else:
+                    await cache.set(key, entry, self.ttl)
             except CacheError as exc:
                 log.warning("response_cache_write_failed", processor_id=self.id, error=type(exc).__name__)
         if scope.cancelled_caught:
@@ -337,3 +348,33 @@ def _decode(entry: Any) -> list[Chunk] | None:
     except (TypeError, KeyError):
         return None
     return chunks
+
+
+_Plan: TypeAlias = tuple[tuple[str, Callable[[Any], dict[str, Any]], Any, bool], ...]
+"""A stored entry ready to replay: per chunk its type, how to copy its payload, the payload, ``transient``."""
+
+
+def _plan(entry: Any) -> _Plan | None:
+    """The in-memory cache's view of an entry: the chunks :func:`_decode` would build, as templates.
+
+    A hit must hand out objects nobody else holds (a consumer may edit a chunk's payload), so each
+    replay copies: a payload of plain values (the text deltas) with ``dict.copy``, one holding lists
+    or dicts (usage, tool arguments) from its marshal form, as deep as the original. The templates
+    themselves never leave this module.
+    """
+    chunks = _decode(entry)
+    if chunks is None:
+        return None
+    plan: list[tuple[str, Callable[[Any], dict[str, Any]], Any, bool]] = []
+    for chunk in chunks:
+        payload = chunk.payload
+        if any(type(value) is dict or type(value) is list for value in payload.values()):
+            plan.append((chunk.type, marshal.loads, marshal.dumps(payload), chunk.transient))
+        else:
+            plan.append((chunk.type, dict.copy, payload, chunk.transient))
+    return tuple(plan)
+
+
+def _replay(plan: _Plan) -> list[Chunk]:
+    """Fresh chunks from a plan."""
+    return [Chunk(kind, copy(payload), transient) for kind, copy, payload, transient in plan]
