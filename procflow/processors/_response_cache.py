@@ -26,7 +26,13 @@ from procflow.cache import InMemoryServerCache, ServerCache
 from procflow.errors import CacheError, ConfigurationError
 from procflow.processors._args import ProcessLLMRequestArgs, ProcessLLMRequestResult, ProcessLLMResponseArgs
 from procflow.processors._base import ViolationCallback
-from procflow.processors._cache_key import ModelIdentity, ResponseCacheKeyInputs, build_key
+from procflow.processors._cache_key import (
+    ModelIdentity,
+    ModelParts,
+    ResponseCacheKeyInputs,
+    build_key,
+    build_step_key,
+)
 
 __all__ = [
     "RESPONSE_CACHE_CONTEXT_KEY",
@@ -226,6 +232,13 @@ class ResponseCache:
 
     async def _key(self, args: ProcessLLMRequestArgs, overrides: _Overrides) -> str:
         scope = self._scope(args.request_context, overrides)
+        custom = self.key if overrides.key is _UNSET else overrides.key
+        if custom is None:
+            return build_step_key(
+                self.agent_id, args.step_number, scope, _model_parts(args.model), args.prompt
+            )
+        if isinstance(custom, str):
+            return _fixed_key(custom, args.step_number, scope)
         inputs = ResponseCacheKeyInputs(
             agent_id=self.agent_id,
             step_number=args.step_number,
@@ -233,20 +246,16 @@ class ResponseCache:
             model=_identity(args.model),
             prompt=args.prompt,
         )
-        custom = self.key if overrides.key is _UNSET else overrides.key
-        if isinstance(custom, str):
-            return _fixed_key(custom, args.step_number, scope)
-        if custom is not None:
-            try:
-                made = custom(inputs)
-                if inspect.isawaitable(made):
-                    made = await made
-            except Exception as exc:
-                log.warning("response_cache_key_failed", processor_id=self.id, error=type(exc).__name__)
-            else:
-                if isinstance(made, str) and made:
-                    return made
-                log.warning("response_cache_key_failed", processor_id=self.id, error="not a string")
+        try:
+            made = custom(inputs)
+            if inspect.isawaitable(made):
+                made = await made
+        except Exception as exc:
+            log.warning("response_cache_key_failed", processor_id=self.id, error=type(exc).__name__)
+        else:
+            if isinstance(made, str) and made:
+                return made
+            log.warning("response_cache_key_failed", processor_id=self.id, error="not a string")
         return build_key(inputs)
 
     def _scope(self, context: RequestContext, overrides: _Overrides) -> str | None:
@@ -296,13 +305,21 @@ def _fixed_key(key: str, step_number: int, scope: str | None) -> str:
 
 
 def _identity(model: Any) -> ModelIdentity:
-    if model is None:
+    parts = _model_parts(model)
+    if parts is None:
         return ModelIdentity()
+    provider, model_id, version = parts
+    return ModelIdentity(provider=provider, model_id=model_id, spec_version=version)
+
+
+def _model_parts(model: Any) -> ModelParts | None:
+    if model is None:
+        return None
     version = getattr(model, "specification_version", None) or getattr(model, "spec_version", None)
-    return ModelIdentity(
-        provider=str(getattr(model, "provider", "")),
-        model_id=str(getattr(model, "model_id", "")),
-        spec_version=None if version is None else str(version),
+    return (
+        str(getattr(model, "provider", "")),
+        str(getattr(model, "model_id", "")),
+        None if version is None else str(version),
     )
 
 
