@@ -194,13 +194,25 @@ class ResponseCache:
         overrides = args.request_context.get(RESPONSE_CACHE_CONTEXT_KEY, _NO_OVERRIDES)
         if not isinstance(overrides, _Overrides):
             overrides = _NO_OVERRIDES
-        key = await self._key(args, overrides)
+        scope = self._scope(args.request_context, overrides)
+        custom = self.key if overrides.key is _UNSET else overrides.key
+        if custom is None:  # the default key (nothing to await on this path, nor on the in-memory read)
+            key = build_step_key(
+                self.agent_id, args.step_number, scope, _model_parts(args.model), args.prompt
+            )
+        else:
+            key = await self._custom_key(custom, args, scope)
         # A retried step (after a guard's feedback) is written under the step's first key: the next
         # identical request, which carries no feedback, then replays the answer that passed.
         args.state["attempt"] = args.state.setdefault("first_keys", {}).setdefault(args.step_number, key)
         if overrides.bust:
             return None
-        chunks = await self._lookup(key)
+        cache = self.cache
+        if type(cache) is InMemoryServerCache:  # no I/O, no timeout; the entry kept ready to replay
+            plan = cache._view(key, _plan)
+            chunks = None if plan is None else _replay(plan)
+        else:
+            chunks = _decode(await self._read(key))
         if is_tracing():
             event = "response_cache_miss" if chunks is None else "response_cache_hit"
             log.info(event, processor_id=self.id, step_number=args.step_number)
@@ -230,13 +242,7 @@ class ResponseCache:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    async def _key(self, args: ProcessLLMRequestArgs, overrides: _Overrides) -> str:
-        scope = self._scope(args.request_context, overrides)
-        custom = self.key if overrides.key is _UNSET else overrides.key
-        if custom is None:
-            return build_step_key(
-                self.agent_id, args.step_number, scope, _model_parts(args.model), args.prompt
-            )
+    async def _custom_key(self, custom: CacheKey, args: ProcessLLMRequestArgs, scope: str | None) -> str:
         if isinstance(custom, str):
             return _fixed_key(custom, args.step_number, scope)
         inputs = ResponseCacheKeyInputs(
@@ -264,14 +270,6 @@ class ResponseCache:
         if self.scope is not _UNSET:
             return self.scope
         return context.resource_id
-
-    async def _lookup(self, key: str) -> list[Chunk] | None:
-        """The stored chunks under ``key`` as fresh objects, or ``None`` (a miss)."""
-        cache = self.cache
-        if type(cache) is InMemoryServerCache:  # no I/O, no timeout; the entry kept ready to replay
-            plan = cache._view(key, _plan)
-            return None if plan is None else _replay(plan)
-        return _decode(await self._read(key))
 
     async def _read(self, key: str) -> Any | None:
         with anyio.move_on_after(self.timeout) as scope:
