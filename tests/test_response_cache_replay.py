@@ -207,3 +207,18 @@ async def test_an_entry_of_another_version_is_a_miss_then_rewritten() -> None:
     assert (await agent.generate("Hi")).text == "second"
     assert (await agent.generate("Hi")).text == "second"
     assert model.calls == 2
+
+
+async def test_a_hit_counts_as_a_use_for_eviction() -> None:
+    """A replayed entry is the most recently used: past ``max_entries`` the one not asked again goes."""
+    model = ScriptedModel(["one", "two", "three", "two again"])
+    agent = Agent(
+        id="a", model=model, input_processors=[ResponseCache(cache=InMemoryServerCache(max_entries=2))]
+    )
+    await agent.generate("first")
+    await agent.generate("second")
+    assert (await agent.generate("first")).text == "one"  # a hit: "second" is now the oldest
+    await agent.generate("third")
+    assert (await agent.generate("first")).text == "one"
+    assert (await agent.generate("second")).text == "two again"
+    assert model.calls == 4

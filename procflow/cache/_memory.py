@@ -88,9 +88,13 @@ class InMemoryServerCache:
         An entry written by plain ``set`` (or with another ``prepare``) gets its view from ``prepare``
         on this read, kept for the next ones.
         """
-        entry = self._live(key)
+        entry = self._entries.get(key)  # as _live does, inline: this is a cache hit's hot path
         if entry is None:
             return None
+        if entry[0] is not None and self._clock() >= entry[0]:
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
         made = entry[2]
         if made is not None and made[0] is prepare:
             return made[1]  # type: ignore[no-any-return]

@@ -81,15 +81,19 @@ def build_step_key(
     frame = _FRAMES.get(ident) if _plain_frame(ident) else None
     if frame is None:
         frame = _frame(ident)
-    out = [frame[0]]
+    head, tail = frame
+    out: list[bytes] = []
     _feed(out.append, prompt)
-    out.append(frame[1])
-    digest = hashlib.blake2b(b"".join(out), digest_size=32).hexdigest()
-    return f"{KEY_VERSION}:{digest}"
+    out.append(tail)
+    state = head.copy()  # the hash already fed the head: copying its state beats a new one
+    state.update(b"".join(out))
+    return f"{KEY_VERSION}:{state.hexdigest()}"
 
 
 _PLAIN = (str, type(None))
-_FRAMES: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}
+_FRAMES: dict[tuple[Any, ...], tuple[hashlib.blake2b, bytes]] = {}
+"""Per plain ``(agent_id, scope, step_number, model)``: the hash fed the bytes before the prompt, and
+the bytes after it."""
 _FRAMES_KEPT = 1024
 
 
@@ -108,15 +112,15 @@ def _plain_frame(ident: tuple[Any, Any, Any, ModelParts | None]) -> bool:
     return type(provider) is str and type(model_id) is str and type(version) in _PLAIN
 
 
-def _frame(ident: tuple[Any, Any, Any, ModelParts | None]) -> tuple[bytes, bytes]:
-    """The bytes :func:`build_key` feeds before and after the prompt; remembered when plain."""
+def _frame(ident: tuple[Any, Any, Any, ModelParts | None]) -> tuple[hashlib.blake2b, bytes]:
+    """What :func:`build_key` feeds before the prompt (already hashed) and after it; kept when plain."""
     agent_id, scope, step_number, model = ident
     identity = (
         {} if model is None else dict(zip(("provider", "model_id", "spec_version"), model, strict=True))
     )
     head = b"{5:" + _encoded("agent_id") + _encoded(agent_id) + _encoded("model") + _encoded(identity)
     tail = _encoded("scope") + _encoded(scope) + _encoded("step_number") + _encoded(step_number) + b"}"
-    frame = (head + _encoded("prompt"), tail)
+    frame = (hashlib.blake2b(head + _encoded("prompt"), digest_size=32), tail)
     if _plain_frame(ident):
         if len(_FRAMES) >= _FRAMES_KEPT:
             _FRAMES.clear()

@@ -14,6 +14,7 @@ import marshal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
+from operator import call
 from typing import Any, TypeAlias
 
 import anyio
@@ -365,8 +366,11 @@ def _decode(entry: Any) -> list[Chunk] | None:
     return chunks
 
 
-_Plan: TypeAlias = tuple[tuple[str, Callable[[Any], dict[str, Any]], Any, bool], ...]
-"""A stored entry ready to replay: per chunk its type, how to copy its payload, the payload, ``transient``."""
+_Plan: TypeAlias = tuple[
+    tuple[str, ...], tuple[Callable[[Any], dict[str, Any]], ...], tuple[Any, ...], tuple[bool, ...]
+]
+"""A stored entry ready to replay, one column per chunk field: types, payload copiers, payloads,
+``transient`` flags."""
 
 
 def _plan(entry: Any) -> _Plan | None:
@@ -380,16 +384,25 @@ def _plan(entry: Any) -> _Plan | None:
     chunks = _decode(entry)
     if chunks is None:
         return None
-    plan: list[tuple[str, Callable[[Any], dict[str, Any]], Any, bool]] = []
+    copiers: list[Callable[[Any], dict[str, Any]]] = []
+    payloads: list[Any] = []
     for chunk in chunks:
         payload = chunk.payload
         if any(type(value) is dict or type(value) is list for value in payload.values()):
-            plan.append((chunk.type, marshal.loads, marshal.dumps(payload), chunk.transient))
+            copiers.append(marshal.loads)
+            payloads.append(marshal.dumps(payload))
         else:
-            plan.append((chunk.type, dict.copy, payload, chunk.transient))
-    return tuple(plan)
+            copiers.append(dict.copy)
+            payloads.append(payload)
+    return (
+        tuple(chunk.type for chunk in chunks),
+        tuple(copiers),
+        tuple(payloads),
+        tuple(chunk.transient for chunk in chunks),
+    )
 
 
 def _replay(plan: _Plan) -> list[Chunk]:
-    """Fresh chunks from a plan."""
-    return [Chunk(kind, copy(payload), transient) for kind, copy, payload, transient in plan]
+    """Fresh chunks from a plan (``map`` drives the loop: no Python frame per chunk but the chunk's)."""
+    kinds, copiers, payloads, transients = plan
+    return list(map(Chunk, kinds, map(call, copiers, payloads), transients))
