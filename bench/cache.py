@@ -8,7 +8,10 @@ the resolved prompt, reading the entry and rebuilding its 41 chunks — that is,
 a hit; every pair uses a different text, so each hit sees its text for the second time only. Budgets
 (DESIGN §7): ≤ 200 µs in memory, ≤ 2 ms on Redis over loopback. Baselines, in the same run: SHA-256
 over the prompt's UTF-8 text (what hashing the whole prompt on every request costs at least), and a raw
-redis-py ``GET`` of a 2 KB value.
+redis-py ``GET`` of a 2 KB value. Two more floors, timed on the same texts right after each hit (so the
+timed sequence is unchanged) and shown as info rows after the in-memory row: BLAKE2b-256 over the same
+bytes (the key's own hash, were the prompt hashed whole), and comparing the prompt's text with an equal
+copy, which is what the key's digest memo must read at least to prove it has seen the text before.
 """
 
 from __future__ import annotations
@@ -65,13 +68,35 @@ class _TimedCache(ResponseCache):
         return answer
 
 
-async def _hit_row(name: str, backend: ServerCache, budget_us: float, size: str) -> dict[str, Any]:
-    """Time the second of each pair of identical requests, next to the SHA-256 floor of its text."""
+FLOOR_BLAKE2B = "floor: BLAKE2b-256 of the same prompt's UTF-8 text"
+FLOOR_COMPARE = "floor: comparing the prompt's text with an equal copy (what a digest-memo hit reads)"
+
+
+def _other_floors(text: str, seed: int) -> tuple[float, float]:
+    """BLAKE2b-256 over the text's UTF-8 bytes, and ``==`` with an equal copy, in seconds."""
+    started = time.perf_counter()
+    hashlib.blake2b(text.encode(), digest_size=32).digest()
+    blake2b = time.perf_counter() - started
+    copy = _text(seed)
+    started = time.perf_counter()
+    if copy != text:
+        raise RuntimeError("the same seed must give the same text")
+    return blake2b, time.perf_counter() - started
+
+
+async def _hit_row(
+    name: str, backend: ServerCache, budget_us: float, size: str, floor_rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Time the second of each pair of identical requests, next to the SHA-256 floor of its text.
+
+    The other floors of the same texts are appended to ``floor_rows``.
+    """
     model = ScriptedModel(["word " * 40], chunk_size=5, repeat_last=True)  # 40 text deltas + finish
     cache = _TimedCache(backend)
     agent = Agent(id="bench", model=model, instructions=INSTRUCTIONS, input_processors=[cache])
     context = RequestContext({"procflow__resource_id": "user-1"})
     floors: list[float] = []
+    extra: dict[str, list[float]] = {"blake2b": [], "compare": []}
     hits: list[float] = []
     misses: list[float] = []
     text = ""
@@ -89,12 +114,19 @@ async def _hit_row(name: str, backend: ServerCache, budget_us: float, size: str)
         hit, answered = cache.last
         if not answered or model.calls != calls:
             raise RuntimeError("expected the second identical request to be a cache hit")
+        blake2b, compare = _other_floors(text, index)  # after the hit: the timed sequence is unchanged
         if index >= 5:
             floors.append(floor)
+            extra["blake2b"].append(blake2b)
+            extra["compare"].append(compare)
             hits.append(hit)
             misses.append(miss)
     hit_stats, base = summarize(hits), summarize(floors)
     value = hit_stats.median * 1e6
+    floor_rows.extend(
+        {"name": name, "value": summarize(extra[kind]).median * 1e6, "unit": "µs"}
+        for kind, name in (("blake2b", FLOOR_BLAKE2B), ("compare", FLOOR_COMPARE))
+    )
     return {
         "name": name,
         "value": value,
@@ -139,7 +171,7 @@ async def _redis_rows(size: str) -> list[dict[str, Any]]:
         server = _start_redis(Path(folder))
         cache = RedisCache(server.url, timeout=5)
         try:
-            row = await _hit_row(HIT + "Redis on loopback", cache, 2000, size)
+            row = await _hit_row(HIT + "Redis on loopback", cache, 2000, size, [])
             return [row, await _redis_get_row(cache, size)]
         finally:
             await cache.aclose()
@@ -148,5 +180,6 @@ async def _redis_rows(size: str) -> list[dict[str, Any]]:
 
 async def run(size: str = "full") -> list[dict[str, Any]]:
     """Cache-hit rows (``size="tiny"`` for the smoke test); the bench runner awaits it."""
-    memory = await _hit_row(HIT + "in memory", InMemoryServerCache(), 200, size)
-    return [memory, *await _redis_rows(size)]
+    floors: list[dict[str, Any]] = []
+    memory = await _hit_row(HIT + "in memory", InMemoryServerCache(), 200, size, floors)
+    return [memory, *floors, *await _redis_rows(size)]

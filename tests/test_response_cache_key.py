@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
+import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from procflow import Agent
+from procflow import Agent, RequestContext
 from procflow._messages import PromptPart
 from procflow.cache import InMemoryServerCache
 from procflow.errors import ConfigurationError
+from procflow.memory import RESOURCE_ID_KEY
 from procflow.models import PromptFile, PromptMessage, PromptText, PromptToolCall, PromptToolResult
-from procflow.processors import ResponseCache, build_response_cache_key
+from procflow.processors import ResponseCache, ResponseCacheKeyInputs, build_response_cache_key
 from procflow.testing import ScriptedModel
 
 MODEL = {"provider": "openai", "model_id": "gpt-5-mini", "spec_version": "v2"}
@@ -229,3 +232,57 @@ def test_a_string_subclass_counts_by_its_text() -> None:
 
     for text in ("short", "long " * 400):
         assert key(prompt=[{"text": Marked(text)}]) == key(prompt=[{"text": text}])
+
+
+PINNED_TEXT = "Lieferung 注文 📦 " * 300
+
+
+async def test_keys_are_those_the_previous_release_wrote() -> None:
+    """Default keys are pinned: entries an earlier build stored (on Redis, say) are found again."""
+    prompt = [
+        PromptMessage(role="system", content=[PromptText(text="Be brief.")]),
+        PromptMessage(role="user", content=[PromptText(text=PINNED_TEXT), PromptText(text="Why?")]),
+    ]
+    assert (
+        build_response_cache_key(agent_id="support", step_number=2, scope="org-1", model=MODEL, prompt=prompt)
+        == "rc2:22de874cbb0ed3ffd60e5a162f0fe417765432f564b4dcb680747873cb894d58"
+    )
+    store = InMemoryServerCache()
+    model = ScriptedModel(["ok"], repeat_last=True)
+    cache = ResponseCache(cache=store, agent_id="support")
+    agent = Agent(id="a", model=model, instructions="Be brief.", input_processors=[cache])
+    await agent.generate(PINNED_TEXT, request_context=RequestContext({RESOURCE_ID_KEY: "u-1"}))
+    await agent.generate("Hi")
+    assert list(store._entries) == [
+        "rc2:7ed8a9b39297cb4b8c93adfc54e4421226286900249c00f24e24d426df281e11",
+        "rc2:867f63f5d60146f63b04ebf74c70a8471218e4123dac623f1276ace0b2761e96",
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    agent_id=st.none() | st.text(max_size=6),
+    scope=st.none() | st.text(max_size=6),
+    texts=st.lists(leaf_texts, min_size=1, max_size=3),
+)
+def test_the_default_key_is_the_public_helper_over_the_same_inputs(
+    agent_id: str | None, scope: str | None, texts: list[str]
+) -> None:
+    """Whatever the agent, scope and prompt, the processor stores under build_response_cache_key(**inputs)."""
+
+    async def run() -> None:
+        seen: list[str] = []
+
+        def helper(inputs: ResponseCacheKeyInputs) -> str:
+            seen.append(build_response_cache_key(**inputs))
+            return "custom"
+
+        store = InMemoryServerCache()
+        cache = ResponseCache(cache=store, agent_id=agent_id, scope=scope)
+        agent = Agent(id="a", model=ScriptedModel(["ok"], repeat_last=True), input_processors=[cache])
+        messages: list[Any] = [{"role": "user", "content": text} for text in texts]
+        await agent.generate(messages, request_context=ResponseCache.context(key=helper, scope=scope))
+        await agent.generate(messages)
+        assert sorted(store._entries) == sorted(["custom", *seen])
+
+    anyio.run(run)

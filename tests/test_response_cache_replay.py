@@ -155,3 +155,70 @@ async def test_a_stream_abandoned_midway_is_not_cached(backend: Callable[[], Ser
             break
     await output.full_stream.aclose()  # type: ignore[attr-defined]
     assert (await agent.generate("Hi")).text == "fresh"
+
+
+async def test_editing_a_replayed_stream_never_changes_the_stored_answer(
+    backend: Callable[[], ServerCache],
+) -> None:
+    """A consumer that edits a hit's chunks, nested tool arguments included, leaves the next hit intact."""
+
+    @tool
+    def track_parcel(parcel_id: str, tags: list[str]) -> str:
+        """Where a parcel is."""
+        return f"Parcel {parcel_id} is in Lyon."
+
+    call_args = {"parcel_id": "P-17", "tags": ["fragile"]}
+    model = ScriptedModel([ScriptedStep(tool_calls=[("track_parcel", call_args)]), "In Lyon."])
+    agent = Agent(
+        id="a", model=model, tools=[track_parcel], input_processors=[ResponseCache(cache=backend())]
+    )
+    first = await call(agent, "stream", "Where is P-17?")
+    for _ in range(2):
+        replay = await call(agent, "stream", "Where is P-17?")
+        assert comparable(replay.chunks) == comparable(first.chunks)
+        for chunk in replay.chunks:
+            chunk.payload["text"] = "tampered"
+            if isinstance(chunk.payload.get("args"), dict):
+                chunk.payload["args"]["tags"].append("tampered")
+    assert model.calls == 2
+
+
+async def test_an_entry_another_writer_stored_is_replayed() -> None:
+    """An entry copied into another in-memory cache with plain ``set`` answers there too."""
+    source, target = InMemoryServerCache(), InMemoryServerCache()
+    model = ScriptedModel(["Stored once."])
+    await Agent(id="a", model=model, input_processors=[ResponseCache(cache=source)]).generate("Hi")
+    (key,) = source._entries
+    await target.set(key, await source.get(key))
+    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=target)])
+    for _ in range(2):
+        assert (await agent.generate("Hi")).text == "Stored once."
+    assert model.calls == 1
+
+
+async def test_an_entry_of_another_version_is_a_miss_then_rewritten() -> None:
+    """A value under the key that this version did not write is a miss; the fresh answer replaces it."""
+    store = InMemoryServerCache()
+    model = ScriptedModel(["first", "second", "third"])
+    agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache=store)])
+    await agent.generate("Hi")
+    (key,) = store._entries
+    await store.set(key, {"v": 0, "chunks": []})
+    assert (await agent.generate("Hi")).text == "second"
+    assert (await agent.generate("Hi")).text == "second"
+    assert model.calls == 2
+
+
+async def test_a_hit_counts_as_a_use_for_eviction() -> None:
+    """A replayed entry is the most recently used: past ``max_entries`` the one not asked again goes."""
+    model = ScriptedModel(["one", "two", "three", "two again"])
+    agent = Agent(
+        id="a", model=model, input_processors=[ResponseCache(cache=InMemoryServerCache(max_entries=2))]
+    )
+    await agent.generate("first")
+    await agent.generate("second")
+    assert (await agent.generate("first")).text == "one"  # a hit: "second" is now the oldest
+    await agent.generate("third")
+    assert (await agent.generate("first")).text == "one"
+    assert (await agent.generate("second")).text == "two again"
+    assert model.calls == 4

@@ -6,7 +6,7 @@ import marshal
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from procflow.cache._codec import Codec, Serializer
 from procflow.errors import ConfigurationError
@@ -14,6 +14,11 @@ from procflow.errors import ConfigurationError
 __all__ = ["InMemoryServerCache"]
 
 Clock = Callable[[], float]
+T = TypeVar("T")
+
+
+_Entry = tuple[float | None, bytes, tuple[Callable[[Any], Any], Any] | None]
+"""Expiry (or ``None``), the value in marshal form, and ``(prepare, view)`` once a view was made."""
 
 
 class InMemoryServerCache:
@@ -24,6 +29,11 @@ class InMemoryServerCache:
     Values go through the same encoding as :class:`RedisCache` (JSON by default): a value that is not
     plain data fails here too, what comes back is what Redis would return, and readers always get a
     fresh copy.
+
+    procflow's own readers (``ResponseCache``) may also keep a *view* next to an entry: an immutable
+    object derived from the stored value once, on write, and handed back uncopied on later reads
+    (:meth:`_set_with_view`, :meth:`_view`), so a hit does not decode the value again. ``get`` is not
+    affected by it.
 
     Args:
         max_entries: Entries kept at most; the least recently used one is evicted beyond it.
@@ -49,34 +59,73 @@ class InMemoryServerCache:
         self.default_ttl = default_ttl
         self._clock = clock
         self._codec = Codec(serializer)
-        self._entries: OrderedDict[str, tuple[float | None, bytes]] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     async def get(self, key: str) -> Any | None:
         """Return a copy of the live value under ``key``, or ``None``."""
+        entry = self._live(key)
+        return None if entry is None else marshal.loads(entry[1])
+
+    async def set(self, key: str, value: Any, ttl: float | None = None) -> None:
+        """Store ``value`` for ``ttl`` seconds (default: ``default_ttl``); evict beyond ``max_entries``."""
+        self._store(key, value, ttl, None)
+
+    def _set_with_view(self, key: str, value: Any, ttl: float | None, prepare: Callable[[Any], T]) -> None:
+        """``set``, and keep ``prepare(copy of the value)`` as the entry's view (procflow-internal).
+
+        The view must be immutable, or never handed out by its reader without copying: :meth:`_view`
+        returns this very object to every reader until the entry is replaced, deleted, evicted or
+        expired.
+        """
+        self._store(key, value, ttl, prepare)
+
+    def _view(self, key: str, prepare: Callable[[Any], T]) -> T | None:
+        """The view of the live entry under ``key`` (``None`` when there is none), uncopied.
+
+        An entry written by plain ``set`` (or with another ``prepare``) gets its view from ``prepare``
+        on this read, kept for the next ones.
+        """
+        entry = self._entries.get(key)  # as _live does, inline: this is a cache hit's hot path
+        if entry is None:
+            return None
+        if entry[0] is not None and self._clock() >= entry[0]:
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        made = entry[2]
+        if made is not None and made[0] is prepare:
+            return made[1]  # type: ignore[no-any-return]
+        view = prepare(marshal.loads(entry[1]))
+        self._entries[key] = (entry[0], entry[1], (prepare, view))
+        return view
+
+    def _live(self, key: str) -> _Entry | None:
+        """The entry under ``key`` unless it expired (then it is dropped); marks it recently used."""
         entry = self._entries.get(key)
         if entry is None:
             return None
-        expires, data = entry
+        expires = entry[0]
         if expires is not None and self._clock() >= expires:
             del self._entries[key]
             return None
         self._entries.move_to_end(key)
-        return marshal.loads(data)
+        return entry
 
-    async def set(self, key: str, value: Any, ttl: float | None = None) -> None:
-        """Store ``value`` for ``ttl`` seconds (default: ``default_ttl``); evict beyond ``max_entries``."""
+    def _store(self, key: str, value: Any, ttl: float | None, prepare: Callable[[Any], Any] | None) -> None:
         _check_ttl(ttl)
         # Round-trip through the codec as Redis would (refusing what it cannot store, turning tuples into
         # lists…), then keep the result in marshal form: copying it out on every read is 2-3x cheaper
         # than decoding JSON. The bytes never leave this process, so no untrusted data is unmarshalled.
-        data = marshal.dumps(self._codec.decode(self._codec.encode(value)))
+        plain = self._codec.decode(self._codec.encode(value))
+        data = marshal.dumps(plain)
+        view = None if prepare is None else (prepare, prepare(plain))
         ttl = self.default_ttl if ttl is None else ttl
         expires = None if ttl is None else self._clock() + ttl
         entries = self._entries
-        entries[key] = (expires, data)
+        entries[key] = (expires, data, view)
         entries.move_to_end(key)
         if len(entries) > self.max_entries:
             self._evict()

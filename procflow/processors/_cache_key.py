@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -16,8 +17,10 @@ __all__ = [
     "KEY_VERSION",
     "LONG_STRING_CHARS",
     "ModelIdentity",
+    "ModelParts",
     "ResponseCacheKeyInputs",
     "build_key",
+    "build_step_key",
 ]
 
 KEY_VERSION = "rc2"
@@ -60,6 +63,71 @@ def build_key(inputs: Mapping[str, Any]) -> str:
     return f"{KEY_VERSION}:{digest}"
 
 
+ModelParts = tuple[str, str, str | None]
+"""A model's ``(provider, model_id, spec_version)``, as :class:`ModelIdentity` holds them."""
+
+
+def build_step_key(
+    agent_id: str | None, step_number: int, scope: str | None, model: ModelParts | None, prompt: Any
+) -> str:
+    """:func:`build_key` over the five default inputs (the same key), without building them a mapping.
+
+    ``model`` is ``None`` for no model (an empty :class:`ModelIdentity`). The encoding around the
+    prompt — the input names, agent and model before it, scope and step after it — is the same for
+    every request of one agent and user, so it is remembered by exact type and value instead of
+    being walked again; only the prompt is fed anew.
+    """
+    ident = (agent_id, scope, step_number, model)
+    frame = _FRAMES.get(ident) if _plain_frame(ident) else None
+    if frame is None:
+        frame = _frame(ident)
+    head, tail = frame
+    out: list[bytes] = []
+    _feed(out.append, prompt)
+    out.append(tail)
+    state = head.copy()  # the hash already fed the head: copying its state beats a new one
+    state.update(b"".join(out))
+    return f"{KEY_VERSION}:{state.hexdigest()}"
+
+
+_PLAIN = (str, type(None))
+_FRAMES: dict[tuple[Any, ...], tuple[hashlib.blake2b, bytes]] = {}
+"""Per plain ``(agent_id, scope, step_number, model)``: the hash fed the bytes before the prompt, and
+the bytes after it."""
+_FRAMES_KEPT = 1024
+
+
+def _plain_frame(ident: tuple[Any, Any, Any, ModelParts | None]) -> bool:
+    """Whether a frame may be remembered: plain strings, ``None`` and an ``int`` step only.
+
+    Values that are equal but encode differently (``1`` and ``True``, a ``str`` subclass with its
+    own ``==``) must never share an entry.
+    """
+    agent_id, scope, step_number, model = ident
+    if type(agent_id) not in _PLAIN or type(scope) not in _PLAIN or type(step_number) is not int:
+        return False
+    if model is None:
+        return True
+    provider, model_id, version = model
+    return type(provider) is str and type(model_id) is str and type(version) in _PLAIN
+
+
+def _frame(ident: tuple[Any, Any, Any, ModelParts | None]) -> tuple[hashlib.blake2b, bytes]:
+    """What :func:`build_key` feeds before the prompt (already hashed) and after it; kept when plain."""
+    agent_id, scope, step_number, model = ident
+    identity = (
+        {} if model is None else dict(zip(("provider", "model_id", "spec_version"), model, strict=True))
+    )
+    head = b"{5:" + _encoded("agent_id") + _encoded(agent_id) + _encoded("model") + _encoded(identity)
+    tail = _encoded("scope") + _encoded(scope) + _encoded("step_number") + _encoded(step_number) + b"}"
+    frame = (hashlib.blake2b(head + _encoded("prompt"), digest_size=32), tail)
+    if _plain_frame(ident):
+        if len(_FRAMES) >= _FRAMES_KEPT:
+            _FRAMES.clear()
+        _FRAMES[ident] = frame
+    return frame
+
+
 LONG_STRING_CHARS = 1024
 """Strings this long enter a key as their digest, which :class:`_DigestMemo` remembers."""
 
@@ -69,10 +137,12 @@ class _DigestMemo:
 
     A repeated request brings the same text as new objects (decoded again from JSON or storage), and
     hashing a new string (Python's ``hash`` included) reads all of it, so entries are filed under a
-    cheap sample of the text (length, head, two middle slices, tail). A sample is only a hint: a
-    digest is reused only after a full comparison with the string it was computed from, so two texts
-    that share a sample cost a hash, never a wrong key. Bounded by entries and characters held,
-    least recently used first out; thread-safe.
+    cheap sample of the text (length, head, two middle slices, tail). A sample is only a hint, not a
+    digest: texts that differ anywhere else share it. So a digest is reused only after a full
+    comparison with the string it was computed from; that comparison is what proves the text is the
+    same, and it is the cheapest proof there is (a ``memcmp``, several times faster than hashing the
+    text again, which is the only alternative). Two texts that share a sample cost a hash, never a
+    wrong key. Bounded by entries and characters held, least recently used first out; thread-safe.
     """
 
     __slots__ = ("_chars", "_entries", "_lock", "max_chars", "max_entries")
@@ -80,7 +150,7 @@ class _DigestMemo:
     def __init__(self, *, max_entries: int = 4096, max_chars: int = 8_000_000) -> None:
         self.max_entries = max_entries
         self.max_chars = max_chars
-        self._entries: dict[tuple[int, str, str, str, str], tuple[str, bytes]] = {}
+        self._entries: OrderedDict[tuple[int, str, str, str, str], tuple[str, bytes]] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
 
@@ -89,14 +159,14 @@ class _DigestMemo:
         n = len(text)
         third = n // 3
         sample = (n, text[:32], text[third : third + 32], text[n - third : n - third + 32], text[-32:])
-        with self._lock:
-            found = self._entries.pop(sample, None)
-            if found is not None:
-                self._chars -= len(found[0])
+        found = self._entries.get(sample)
         if found is not None and found[0] == text:
-            digest = found[1]
-        else:
-            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+            try:  # noqa: SIM105 - a hot path, and contextlib.suppress costs more than the rest of it
+                self._entries.move_to_end(sample)
+            except KeyError:  # another thread evicted it meanwhile
+                pass
+            return found[1]
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         if n <= self.max_chars // 4:
             self._keep(sample, text, digest)
         return digest
@@ -104,14 +174,13 @@ class _DigestMemo:
     def _keep(self, sample: tuple[int, str, str, str, str], text: str, digest: bytes) -> None:
         with self._lock:
             entries = self._entries
-            old = entries.pop(sample, None)  # another thread filed the same sample meanwhile
+            old = entries.pop(sample, None)  # another text with the same sample, or this one meanwhile
             if old is not None:
                 self._chars -= len(old[0])
-            entries[sample] = (text, digest)  # last in the dict: the most recently used
+            entries[sample] = (text, digest)  # last: the most recently used
             self._chars += len(text)
             while len(entries) > self.max_entries or self._chars > self.max_chars:
-                oldest = next(iter(entries))
-                self._chars -= len(entries.pop(oldest)[0])
+                self._chars -= len(entries.popitem(last=False)[1][0])
 
     def clear(self) -> None:
         """Forget every digest."""
@@ -138,9 +207,9 @@ class _ModelFields:
         self.prefixed = [(name, _encoded(name)) for name in names]
 
 
-def _encoded(name: str) -> bytes:
+def _encoded(value: Any) -> bytes:
     out: list[bytes] = []
-    _feed(out.append, name)
+    _feed(out.append, value)
     return b"".join(out)
 
 
@@ -164,7 +233,11 @@ def _feed(emit: Emit, value: Any) -> None:
     elif kind is list or kind is tuple:
         emit(b"[%d:" % len(value))
         for item in value:
-            _feed(emit, item)
+            model = _MODEL_TYPES.get(type(item))  # never str or dict, so first is the same order
+            if model is None:
+                _feed(emit, item)
+            else:
+                _feed_model(emit, item.__dict__, model)
         emit(b"]")
     elif value is None:
         emit(b"n")
@@ -184,7 +257,13 @@ def _feed_model(emit: Emit, fields: dict[str, Any], model: _ModelFields) -> None
     emit(model.header)
     for name, prefixed in model.prefixed:
         emit(prefixed)
-        _feed(emit, fields[name])
+        value = fields[name]
+        if type(value) is str and len(value) < LONG_STRING_CHARS:  # most fields: as _feed would
+            data = value.encode("utf-8", "surrogatepass")
+            emit(b"s%d:" % len(data))
+            emit(data)
+        else:
+            _feed(emit, value)
     emit(b"}")
 
 

@@ -10,9 +10,11 @@ tool results, so a replayed tool-loop step never runs its tools again.
 from __future__ import annotations
 
 import inspect
+import marshal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
+from operator import call
 from typing import Any, TypeAlias
 
 import anyio
@@ -25,7 +27,13 @@ from procflow.cache import InMemoryServerCache, ServerCache
 from procflow.errors import CacheError, ConfigurationError
 from procflow.processors._args import ProcessLLMRequestArgs, ProcessLLMRequestResult, ProcessLLMResponseArgs
 from procflow.processors._base import ViolationCallback
-from procflow.processors._cache_key import ModelIdentity, ResponseCacheKeyInputs, build_key
+from procflow.processors._cache_key import (
+    ModelIdentity,
+    ModelParts,
+    ResponseCacheKeyInputs,
+    build_key,
+    build_step_key,
+)
 
 __all__ = [
     "RESPONSE_CACHE_CONTEXT_KEY",
@@ -187,13 +195,25 @@ class ResponseCache:
         overrides = args.request_context.get(RESPONSE_CACHE_CONTEXT_KEY, _NO_OVERRIDES)
         if not isinstance(overrides, _Overrides):
             overrides = _NO_OVERRIDES
-        key = await self._key(args, overrides)
+        scope = self._scope(args.request_context, overrides)
+        custom = self.key if overrides.key is _UNSET else overrides.key
+        if custom is None:  # the default key (nothing to await on this path, nor on the in-memory read)
+            key = build_step_key(
+                self.agent_id, args.step_number, scope, _model_parts(args.model), args.prompt
+            )
+        else:
+            key = await self._custom_key(custom, args, scope)
         # A retried step (after a guard's feedback) is written under the step's first key: the next
         # identical request, which carries no feedback, then replays the answer that passed.
         args.state["attempt"] = args.state.setdefault("first_keys", {}).setdefault(args.step_number, key)
         if overrides.bust:
             return None
-        chunks = _decode(await self._read(key))
+        cache = self.cache
+        if type(cache) is InMemoryServerCache:  # no I/O, no timeout; the entry kept ready to replay
+            plan = cache._view(key, _plan)
+            chunks = None if plan is None else _replay(plan)
+        else:
+            chunks = _decode(await self._read(key))
         if is_tracing():
             event = "response_cache_miss" if chunks is None else "response_cache_hit"
             log.info(event, processor_id=self.id, step_number=args.step_number)
@@ -223,8 +243,9 @@ class ResponseCache:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    async def _key(self, args: ProcessLLMRequestArgs, overrides: _Overrides) -> str:
-        scope = self._scope(args.request_context, overrides)
+    async def _custom_key(self, custom: CacheKey, args: ProcessLLMRequestArgs, scope: str | None) -> str:
+        if isinstance(custom, str):
+            return _fixed_key(custom, args.step_number, scope)
         inputs = ResponseCacheKeyInputs(
             agent_id=self.agent_id,
             step_number=args.step_number,
@@ -232,20 +253,16 @@ class ResponseCache:
             model=_identity(args.model),
             prompt=args.prompt,
         )
-        custom = self.key if overrides.key is _UNSET else overrides.key
-        if isinstance(custom, str):
-            return _fixed_key(custom, args.step_number, scope)
-        if custom is not None:
-            try:
-                made = custom(inputs)
-                if inspect.isawaitable(made):
-                    made = await made
-            except Exception as exc:
-                log.warning("response_cache_key_failed", processor_id=self.id, error=type(exc).__name__)
-            else:
-                if isinstance(made, str) and made:
-                    return made
-                log.warning("response_cache_key_failed", processor_id=self.id, error="not a string")
+        try:
+            made = custom(inputs)
+            if inspect.isawaitable(made):
+                made = await made
+        except Exception as exc:
+            log.warning("response_cache_key_failed", processor_id=self.id, error=type(exc).__name__)
+        else:
+            if isinstance(made, str) and made:
+                return made
+            log.warning("response_cache_key_failed", processor_id=self.id, error="not a string")
         return build_key(inputs)
 
     def _scope(self, context: RequestContext, overrides: _Overrides) -> str | None:
@@ -256,8 +273,6 @@ class ResponseCache:
         return context.resource_id
 
     async def _read(self, key: str) -> Any | None:
-        if type(self.cache) is InMemoryServerCache:  # no I/O: no timeout scope needed
-            return await self.cache.get(key)
         with anyio.move_on_after(self.timeout) as scope:
             try:
                 return await self.cache.get(key)
@@ -269,9 +284,13 @@ class ResponseCache:
         return None
 
     async def _write(self, key: str, entry: dict[str, Any]) -> None:
+        cache = self.cache
         with anyio.move_on_after(self.timeout) as scope:
             try:
-                await self.cache.set(key, entry, self.ttl)
+                if type(cache) is InMemoryServerCache:
+                    cache._set_with_view(key, entry, self.ttl, _plan)
+                else:
+                    await cache.set(key, entry, self.ttl)
             except CacheError as exc:
                 log.warning("response_cache_write_failed", processor_id=self.id, error=type(exc).__name__)
         if scope.cancelled_caught:
@@ -285,13 +304,21 @@ def _fixed_key(key: str, step_number: int, scope: str | None) -> str:
 
 
 def _identity(model: Any) -> ModelIdentity:
-    if model is None:
+    parts = _model_parts(model)
+    if parts is None:
         return ModelIdentity()
+    provider, model_id, version = parts
+    return ModelIdentity(provider=provider, model_id=model_id, spec_version=version)
+
+
+def _model_parts(model: Any) -> ModelParts | None:
+    if model is None:
+        return None
     version = getattr(model, "specification_version", None) or getattr(model, "spec_version", None)
-    return ModelIdentity(
-        provider=str(getattr(model, "provider", "")),
-        model_id=str(getattr(model, "model_id", "")),
-        spec_version=None if version is None else str(version),
+    return (
+        str(getattr(model, "provider", "")),
+        str(getattr(model, "model_id", "")),
+        None if version is None else str(version),
     )
 
 
@@ -337,3 +364,45 @@ def _decode(entry: Any) -> list[Chunk] | None:
     except (TypeError, KeyError):
         return None
     return chunks
+
+
+_Plan: TypeAlias = tuple[
+    tuple[str, ...], tuple[Callable[[Any], dict[str, Any]], ...], tuple[Any, ...], tuple[bool, ...]
+]
+"""A stored entry ready to replay, one column per chunk field: types, payload copiers, payloads,
+``transient`` flags."""
+
+
+def _plan(entry: Any) -> _Plan | None:
+    """The in-memory cache's view of an entry: the chunks :func:`_decode` would build, as templates.
+
+    A hit must hand out objects nobody else holds (a consumer may edit a chunk's payload), so each
+    replay copies: a payload of plain values (the text deltas) with ``dict.copy``, one holding lists
+    or dicts (usage, tool arguments) from its marshal form, as deep as the original. The templates
+    themselves never leave this module.
+    """
+    chunks = _decode(entry)
+    if chunks is None:
+        return None
+    copiers: list[Callable[[Any], dict[str, Any]]] = []
+    payloads: list[Any] = []
+    for chunk in chunks:
+        payload = chunk.payload
+        if any(type(value) is dict or type(value) is list for value in payload.values()):
+            copiers.append(marshal.loads)
+            payloads.append(marshal.dumps(payload))
+        else:
+            copiers.append(dict.copy)
+            payloads.append(payload)
+    return (
+        tuple(chunk.type for chunk in chunks),
+        tuple(copiers),
+        tuple(payloads),
+        tuple(chunk.transient for chunk in chunks),
+    )
+
+
+def _replay(plan: _Plan) -> list[Chunk]:
+    """Fresh chunks from a plan (``map`` drives the loop: no Python frame per chunk but the chunk's)."""
+    kinds, copiers, payloads, transients = plan
+    return list(map(Chunk, kinds, map(call, copiers, payloads), transients))
