@@ -49,20 +49,26 @@ class ChunkQueue:
         self.items: deque[_Segment | tuple[int, Chunk]] = deque()
         self.end = scanner.end
 
-    def add_text(self, chunk: Chunk, text: str) -> Release | None:
-        """Hold ``text`` (from ``chunk``) and feed it to the scanner; return what a scan released."""
+    def take(self, chunk: Chunk, text: str) -> Chunk | list[Chunk] | Release | None:
+        """Hold ``text`` (from ``chunk``), feed it to the scanner and pass on what that settles.
+
+        Returns ``None`` when nothing is released, the output chunks of a release that replaces
+        nothing (as :meth:`release_plain`), or the :class:`Release` itself when it replaces text.
+        """
         start = self.end
         end = self.end = start + len(text)
         payload = chunk.payload
         items = self.items
-        if items:
-            last = items[-1]
-            if type(last) is _Segment and last.end == start and last.id == payload.get("id"):
-                last.end = end
-                last.chunk = None
-                return self.scanner.feed(text)
-        items.append(_Segment(start, end, payload, payload.get("id"), chunk))
-        return self.scanner.feed(text)
+        last = items[-1] if items else None
+        if type(last) is _Segment and last.id == payload.get("id"):
+            last.end = end  # the last item, when a segment, ends where the text does
+            last.chunk = None
+        else:
+            items.append(_Segment(start, end, payload, payload.get("id"), chunk))
+        release = self.scanner.feed(text)
+        if release is None or release.regions:
+            return release
+        return self.release_plain(release)
 
     def add_marker(self, chunk: Chunk) -> None:
         """Hold a text-start/text-end chunk at the current position of the text."""

@@ -117,16 +117,15 @@ class _Session:
             stream: _Stream | None = args.state.get(_STATE_KEY)
             text = chunk.payload.get("text")
             if stream is not None and stream.redacts and type(text) is str and text:
-                queue = stream.queue
                 try:
-                    release = queue.add_text(chunk, text)
+                    out = stream.queue.take(chunk, text)
                 except (PatternTimeoutError, StreamHoldLimitError) as exc:
                     self._processor._stopped(args, exc)
-                if release is None:
-                    return None
-                if not release.regions:
-                    return queue.release_plain(release)
-                return self._processor._release(stream, release, args)
+                if out is None or type(out) is Chunk:  # held, or released as one chunk
+                    return out
+                if isinstance(out, Release):
+                    return self._processor._release(stream, out, args)
+                return out
         return self._processor.process_output_stream(args)
 
 
@@ -319,12 +318,7 @@ class RegexFilterProcessor:
                 stream: _Stream | None = args.state.get(_STATE_KEY)
                 text = chunk.payload.get("text")
                 if stream is not None and stream.redacts and type(text) is str and text:
-                    release = stream.queue.add_text(chunk, text)
-                    if release is None:
-                        return None
-                    if not release.regions:
-                        return stream.queue.release_plain(release)
-                    return await self._release(stream, release, args)
+                    return await self._take(stream, chunk, text, args)
             return await self._on_chunk(args)
         except (PatternTimeoutError, StreamHoldLimitError) as exc:
             self._stopped(args, exc)
@@ -392,12 +386,7 @@ class RegexFilterProcessor:
             if self.strategy == "warn":
                 self._warn_feed(stream, text)
                 return chunk
-            release = stream.queue.add_text(chunk, text)
-            if release is None:
-                return None
-            if not release.regions:
-                return stream.queue.release_plain(release)
-            return await self._release(stream, release, args)
+            return await self._take(stream, chunk, text, args)
         if stream is None or kind in _PASS_AHEAD or kind.startswith("data-"):
             return chunk
         if kind == "text-start" or kind == "text-end":
@@ -443,6 +432,12 @@ class RegexFilterProcessor:
             return []
         out = await self._release(stream, release, args)
         return [out] if isinstance(out, Chunk) else list(out or [])
+
+    async def _take(self, stream: _Stream, chunk: Chunk, text: str, args: ProcessorArgs) -> StreamResult:
+        out = stream.queue.take(chunk, text)
+        if out is None or type(out) is Chunk:
+            return out
+        return await self._release(stream, out, args) if isinstance(out, Release) else out
 
     async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> StreamResult:
         regions = release.regions
