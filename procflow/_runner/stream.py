@@ -19,15 +19,19 @@ one call per processor. Rules:
 A processor that needs per-stream state of its own (a processor workflow: its compiled per-chunk
 dispatch) defines ``open_output_stream(args)``: it is called once when the stream is prepared and returns
 an :class:`OutputStreamSession` whose ``process`` and ``flush`` replace the processor's hooks for that
-stream, so nothing of the kind has to live in the processor's ``state``.
+stream, so nothing of the kind has to live in the processor's ``state``. A session's ``process`` may be a
+plain function that returns either its result or an awaitable of it: a processor that answers most
+chunks at once (text held back or passed on) spares them a coroutine and awaits only when it must.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from inspect import isawaitable
 from typing import Any, Protocol
 
+from procflow._callables import is_async_callable
 from procflow._logging import log
 from procflow._messages.chunk import Chunk
 from procflow._messages.tripwire import TripWire
@@ -42,21 +46,33 @@ __all__ = ["OutputStreamSession", "StreamRunner"]
 
 
 class OutputStreamSession(Protocol):
-    """What ``open_output_stream(args)`` returns: one processor's hooks bound to one stream."""
+    """What ``open_output_stream(args)`` returns: one processor's hooks bound to one stream.
 
-    async def process(self, args: ProcessOutputStreamArgs) -> Any:
+    ``process`` and ``flush`` may be ``def`` or ``async def`` (decided once per stream); a plain
+    ``process`` may also return an awaitable, which the runner awaits for the result.
+    """
+
+    def process(self, args: ProcessOutputStreamArgs) -> Any:
         """Handle ``args.part`` (the same args object every chunk of this stream)."""
         ...
 
-    async def flush(self, args: ProcessOutputStreamArgs) -> Any:
+    def flush(self, args: ProcessOutputStreamArgs) -> Any:
         """End of stream: return what was held back."""
         ...
+
+
+_Link = tuple[Callable[[Any], Any], bool, bool, bool, ProcessOutputStreamArgs, BoundHook]
+"""One hook of the chain as the per-chunk loop reads it: ``(fn, is_async, defers, data_parts, args,
+hook)``; ``defers``: a session's plain ``process`` whose result may be an awaitable."""
+
+_PLAIN = (Chunk, list)
+"""Results that are never awaitables (checked before the slower ``isawaitable``)."""
 
 
 class StreamRunner:
     """Runs the stream phase of one pipeline for one stream (one request)."""
 
-    __slots__ = ("_args", "_history", "_hooks", "ctx", "stream_parts")
+    __slots__ = ("_args", "_chain", "_history", "_hooks", "ctx", "stream_parts")
 
     def __init__(
         self,
@@ -93,15 +109,26 @@ class StreamRunner:
             for index, hook in enumerate(self._hooks)
         ]
         hooks = list(self._hooks)
+        defers = [False] * len(hooks)
         for index, hook in enumerate(hooks):
             opener = getattr(hook.processor, "open_output_stream", None)
             if callable(opener):
                 session: OutputStreamSession = opener(self._args[index])
                 flush = session.flush if hook.flush is not None else None
+                is_async = is_async_callable(session.process)
+                defers[index] = not is_async
                 hooks[index] = replace(
-                    hook, fn=session.process, is_async=True, flush=flush, flush_is_async=True
+                    hook,
+                    fn=session.process,
+                    is_async=is_async,
+                    flush=flush,
+                    flush_is_async=flush is not None and is_async_callable(flush),
                 )
         self._hooks = tuple(hooks)
+        self._chain: tuple[_Link, ...] = tuple(
+            (hook.fn, hook.is_async, defer, hook.data_parts, args, hook)
+            for hook, defer, args in zip(self._hooks, defers, self._args, strict=True)
+        )
 
     @property
     def active(self) -> bool:
@@ -119,7 +146,37 @@ class StreamRunner:
         parts.append(chunk)
         if self._history is not None and len(parts) > 2 * self._history:
             del parts[: len(parts) - self._history]  # in place: every hook's args share this list
-        return await self._cascade([chunk], start)
+        # One chunk through the chain while each hook answers with one chunk (or drops it): the same
+        # steps as ``_cascade`` without its lists and its coroutine (the per-token path).
+        chain = self._chain
+        index = start
+        kind = chunk.type
+        data = kind != "text-delta" and kind.startswith("data-")
+        while index < len(chain):
+            fn, is_async, defers, data_parts, args, hook = chain[index]
+            index += 1
+            if data and not data_parts:
+                continue
+            args.part = chunk
+            try:
+                result: Any = await fn(args) if is_async else fn(args)
+                if defers and result is not None and type(result) not in _PLAIN and isawaitable(result):
+                    result = await result
+            except TripWire as tripwire:
+                await report_tripwire(hook.processor, hook.processor_id, tripwire)
+                raise
+            except Exception as exc:
+                hook_failed(hook, "process_output_stream", exc)
+                continue  # fail open: the chunk passes this processor unchanged
+            if result is None:
+                return []
+            if type(result) is not Chunk:
+                emitted = _as_chunks(result, hook)
+                return await self._cascade(emitted, index) if emitted and index < len(chain) else emitted
+            chunk = result
+            kind = chunk.type
+            data = kind != "text-delta" and kind.startswith("data-")
+        return [chunk]
 
     async def flush(self) -> list[Chunk]:
         """End of stream: call each ``flush_output_stream`` hook, running its output through the rest."""
@@ -166,18 +223,19 @@ class StreamRunner:
         return withheld
 
     async def _cascade(self, items: list[Chunk], start: int) -> list[Chunk]:
-        hooks = self._hooks
-        for index in range(start, len(hooks)):
-            hook = hooks[index]
-            args = self._args[index]
+        chain = self._chain
+        for index in range(start, len(chain)):
+            fn, is_async, defers, data_parts, args, hook = chain[index]
             produced: list[Chunk] = []
             for chunk in items:
-                if chunk.type.startswith("data-") and not hook.data_parts:
+                if not data_parts and chunk.type.startswith("data-"):
                     produced.append(chunk)
                     continue
                 args.part = chunk
                 try:
-                    result: Any = await hook.fn(args) if hook.is_async else hook.fn(args)
+                    result: Any = await fn(args) if is_async else fn(args)
+                    if defers and result is not None and type(result) not in _PLAIN and isawaitable(result):
+                        result = await result
                 except TripWire as tripwire:
                     await report_tripwire(hook.processor, hook.processor_id, tripwire)
                     raise

@@ -7,7 +7,8 @@ only the text where a match may still be in progress. See ``docs/concepts/stream
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from procflow._logging import log
@@ -75,13 +76,57 @@ _PASS_AHEAD = frozenset(
 
 
 class _Stream:
-    """Per-request stream state, kept in ``args.state`` (processors are shared across requests)."""
+    """Per-request stream state, kept in ``args.state`` (processors are shared across requests).
 
-    __slots__ = ("queue", "scanner")
+    ``redacts``: text goes through the chunk queue (``block`` and ``redact``), not only the scanner.
+    """
 
-    def __init__(self, scanner: StreamScanner) -> None:
+    __slots__ = ("queue", "redacts", "scanner")
+
+    def __init__(self, scanner: StreamScanner, *, redacts: bool) -> None:
         self.scanner = scanner
         self.queue = ChunkQueue(scanner)
+        self.redacts = redacts
+
+
+@dataclass(frozen=True, slots=True)
+class _Hooks:
+    """A processor's own stream hooks, as the stream runner's session for them."""
+
+    process: Callable[[ProcessOutputStreamArgs], Awaitable[StreamResult]]
+    flush: Callable[[ProcessOutputStreamArgs], Awaitable[list[Chunk] | None]]
+
+
+class _Session:
+    """The stream hook bound to one stream by the stream runner (``open_output_stream``).
+
+    A plain function: a text-delta chunk of a stream already under way is held or released without a
+    coroutine; anything else (the first text, other chunks, a release that replaces text, which may
+    report) is handed back as the hook's coroutine, which the runner awaits.
+    """
+
+    __slots__ = ("_processor", "flush")
+
+    def __init__(self, processor: RegexFilterProcessor) -> None:
+        self._processor = processor
+        self.flush = processor.flush_output_stream
+
+    def process(self, args: ProcessOutputStreamArgs) -> StreamResult | Awaitable[StreamResult]:
+        chunk = args.part
+        if chunk.type == "text-delta":
+            stream: _Stream | None = args.state.get(_STATE_KEY)
+            text = chunk.payload.get("text")
+            if stream is not None and stream.redacts and type(text) is str and text:
+                try:
+                    out = stream.queue.take(chunk, text)
+                except (PatternTimeoutError, StreamHoldLimitError) as exc:
+                    self._processor._stopped(args, exc)
+                if out is None or type(out) is Chunk:  # held, or released as one chunk
+                    return out
+                if isinstance(out, Release):
+                    return self._processor._release(stream, out, args)
+                return out
+        return self._processor.process_output_stream(args)
 
 
 class RegexFilterProcessor:
@@ -269,21 +314,32 @@ class RegexFilterProcessor:
         """
         try:
             chunk = args.part
-            if chunk.type == "text-delta" and self.strategy != "warn" and self.phase != "input":
+            if chunk.type == "text-delta":
                 stream: _Stream | None = args.state.get(_STATE_KEY)
                 text = chunk.payload.get("text")
-                if stream is not None and type(text) is str and text:
-                    release = stream.queue.add_text(chunk, text)
-                    if release is None:
-                        return None
-                    if not release.regions:
-                        return stream.queue.release_plain(release)
-                    return await self._release(stream, release, args)
+                if stream is not None and stream.redacts and type(text) is str and text:
+                    return await self._take(stream, chunk, text, args)
             return await self._on_chunk(args)
-        except PatternTimeoutError as exc:
+        except (PatternTimeoutError, StreamHoldLimitError) as exc:
+            self._stopped(args, exc)
+
+    def open_output_stream(self, args: ProcessOutputStreamArgs) -> _Session | _Hooks:
+        """Bind the stream hooks to one stream (called by the stream runner): see :class:`_Session`.
+
+        A subclass that overrides either hook gets its own hooks as they are.
+        """
+        cls = type(self)
+        if (
+            cls.process_output_stream is not RegexFilterProcessor.process_output_stream
+            or cls.flush_output_stream is not RegexFilterProcessor.flush_output_stream
+        ):
+            return _Hooks(self.process_output_stream, self.flush_output_stream)
+        return _Session(self)
+
+    def _stopped(self, args: ProcessorArgs, exc: PatternTimeoutError | StreamHoldLimitError) -> NoReturn:
+        if isinstance(exc, PatternTimeoutError):
             self._timed_out(args, exc)
-        except StreamHoldLimitError as exc:
-            self._over_limit(args, exc)
+        self._over_limit(args, exc)
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: release the held text, checked as final."""
@@ -330,12 +386,7 @@ class RegexFilterProcessor:
             if self.strategy == "warn":
                 self._warn_feed(stream, text)
                 return chunk
-            release = stream.queue.add_text(chunk, text)
-            if release is None:
-                return None
-            if not release.regions:
-                return stream.queue.release_plain(release)
-            return await self._release(stream, release, args)
+            return await self._take(stream, chunk, text, args)
         if stream is None or kind in _PASS_AHEAD or kind.startswith("data-"):
             return chunk
         if kind == "text-start" or kind == "text-end":
@@ -369,7 +420,7 @@ class RegexFilterProcessor:
             needles=self._needles,
             limit=self.stream_hold_limit,
         )
-        return _Stream(scanner)
+        return _Stream(scanner, redacts=self.strategy != "warn")
 
     async def _finish(self, stream: _Stream, args: ProcessorArgs) -> list[Chunk]:
         del args.state[_STATE_KEY]
@@ -381,6 +432,12 @@ class RegexFilterProcessor:
             return []
         out = await self._release(stream, release, args)
         return [out] if isinstance(out, Chunk) else list(out or [])
+
+    async def _take(self, stream: _Stream, chunk: Chunk, text: str, args: ProcessorArgs) -> StreamResult:
+        out = stream.queue.take(chunk, text)
+        if out is None or type(out) is Chunk:
+            return out
+        return await self._release(stream, out, args) if isinstance(out, Release) else out
 
     async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> StreamResult:
         regions = release.regions
@@ -394,12 +451,11 @@ class RegexFilterProcessor:
             ]
             self._block(args, matches)
         replacements = [region.replacement(release.text) for region in regions]
-        emitted = stream.queue.release(release, replacements)
-        if self.on_violation is not None:
-            for _, replaced in emitted:
-                if replaced:
-                    await self._report(self._chunk_detail(release, replaced))
-        return [emitted[0] for emitted in emitted]
+        report = self.on_violation is not None
+        out, reports = stream.queue.release(release, replacements, report=report)
+        for replaced in reports:
+            await self._report(self._chunk_detail(release, replaced))
+        return out[0] if len(out) == 1 else out
 
     def _chunk_detail(self, release: Release, replaced: list[Replacement]) -> RegexRedactionDetail:
         entries: list[RegexRedaction] = []
