@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from procflow._chat.json_input import JsonInputError, decode_json, describe
+from procflow._messages._building import text_message
 from procflow._messages.message import Message, Role
 from procflow._messages.parts import ImagePart, TextPart, ToolInvocationPart
 from procflow.errors import ProcflowError
@@ -154,7 +155,10 @@ def _parse_turn(
         raise ConversationFormatError(f".role: {problem}; use one of {_ROLE_NAMES}")
     if role not in _ROLES:
         raise ConversationFormatError(f".role: unknown role {_label(role)}; use one of {_ROLE_NAMES}")
-    parts, content_kind = _parse_content(turn.get("content"), "content" in turn)
+    content = turn.get("content")
+    if type(content) is str and role != "tool" and "tool_calls" not in turn:
+        return _text_turn(turn, role, content, message_id)
+    parts, content_kind = _parse_content(content, "content" in turn)
     fmt = _TurnFormat(
         role=role,
         content_kind=content_kind,
@@ -183,6 +187,15 @@ def _parse_turn(
             calls[part["tool_call_id"]] = (part["tool_name"], part["args"])
             parts.append(part)
     message = _message(message_id, _ROLES[role], parts, None)
+    _keep_raw(fmt, turn, message)
+    return message, fmt
+
+
+def _text_turn(turn: Mapping[str, Any], role: str, text: str, message_id: str) -> tuple[Message, _TurnFormat]:
+    """The most common turn, ``{"role": ..., "content": "text"}`` (other keys kept as they are)."""
+    message = text_message(message_id, _ROLES[role], text)
+    extra = {k: v for k, v in turn.items() if k not in _KNOWN_KEYS} if len(turn) > 2 else {}
+    fmt = _TurnFormat(role=role, content_kind="text", extra=extra, order=tuple(turn))
     _keep_raw(fmt, turn, message)
     return message, fmt
 
