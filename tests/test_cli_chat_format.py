@@ -183,9 +183,8 @@ def test_a_tool_turn_without_a_matching_call_keeps_its_own_name() -> None:
     assert nameless.messages[0].tool_invocations[0].tool_name == "unknown"
 
 
-_contents = st.one_of(
-    text, st.none(), st.just(_ABSENT_KEY := "<absent>"), st.just([{"type": "text", "text": "hi"}])
-)
+_ABSENT_KEY = "<absent>"
+_contents = st.one_of(text, st.none(), st.just(_ABSENT_KEY), st.just([{"type": "text", "text": "hi"}]))
 
 
 @st.composite
@@ -193,7 +192,8 @@ def odd_turns(draw: st.DrawFn) -> list[dict[str, Any]]:
     """Turns in the shapes a file may hold: extra keys, any key order, null or missing content, tool
     calls in unusual forms (no type, dict arguments, an empty list, repeated ids)."""
     out: list[dict[str, Any]] = []
-    for kind in draw(st.lists(st.sampled_from(["user", "developer", "assistant", "calls", "tool"]), max_size=5)):
+    kinds = st.sampled_from(["user", "developer", "assistant", "calls", "tool"])
+    for kind in draw(st.lists(kinds, max_size=5)):
         turn: dict[str, Any] = {"role": "assistant" if kind == "calls" else kind}
         content = draw(_contents)
         if content != _ABSENT_KEY:
