@@ -196,7 +196,8 @@ def _text_turn(turn: Mapping[str, Any], role: str, text: str, message_id: str) -
     message = text_message(message_id, _ROLES[role], text)
     extra = {k: v for k, v in turn.items() if k not in _KNOWN_KEYS} if len(turn) > 2 else {}
     fmt = _TurnFormat(role=role, content_kind="text", extra=extra, order=tuple(turn))
-    _keep_raw(fmt, turn, message)
+    if type(turn) is dict and "tool_call_id" not in turn:  # what _round_trips says of a text turn
+        fmt.raw, fmt.parsed = turn, message
     return message, fmt
 
 

@@ -33,6 +33,7 @@ class MessageCheck:
         tool_arguments: Also check every string inside tool-call arguments.
         found: Tripwire-style match entries (``block``/``warn``).
         details: Redaction details, one per redacted part or flattened text.
+        changed: Whether a message came out changed (a new object).
     """
 
     find: Callable[[str], list[Hit]]
@@ -43,6 +44,7 @@ class MessageCheck:
     tool_arguments: bool = False
     found: list[dict[str, Any]] = field(default_factory=list)
     details: list[RegexRedactionDetail] = field(default_factory=list)
+    changed: bool = False
 
     def message(self, message: Message) -> Message:
         """The message with its texts redacted (the same object when nothing changed)."""
@@ -69,6 +71,7 @@ class MessageCheck:
             update["parts"] = parts
         if new_fallback is not None:
             update["content"] = new_fallback
+        self.changed = True
         return message.model_copy(update={"content": content.model_copy(update=update)})
 
     def arguments(self, args: dict[str, Any], message_id: str, part_index: int) -> dict[str, Any]:

@@ -184,7 +184,17 @@ class RegexFilterProcessor:
         )
 
     def _find(self, text: str) -> list[Hit]:
-        return self._scan(self._rules_for(text), text)
+        rules = self._every_text
+        if rules is None:
+            rules = self._needles.select(text)[0]
+        if not rules:
+            return []
+        if len(rules) == 1:
+            return scan_final(rules[0], text, 0)
+        hits: list[Hit] = []
+        for rule in rules:
+            hits.extend(scan_final(rule, text, 0))
+        return hits
 
     def _rules_for(self, text: str) -> list[CompiledRule]:
         """The rules that may match in ``text``: those with a needle in it, and every custom rule."""
@@ -242,6 +252,7 @@ class RegexFilterProcessor:
             tool_arguments=self.tool_arguments,
         )
         out = [check.message(message) for message in messages]
+        changed = check.changed
         found = check.found
         if not found and extra_hits and self.strategy != "redact":
             found = [
@@ -253,7 +264,6 @@ class RegexFilterProcessor:
             warn_matches(self.id, phase, [entry["rule"] for entry in found])
         for detail in check.details:
             await self._report(detail)
-        changed = any(new is not old for new, old in zip(out, messages, strict=True))
         return out if changed else None
 
     def _block(self, args: ProcessorArgs, matches: list[dict[str, Any]]) -> None:
