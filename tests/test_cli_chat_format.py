@@ -181,3 +181,48 @@ def test_a_tool_turn_without_a_matching_call_keeps_its_own_name() -> None:
     assert (result.tool_name, result.args) == ("lookup", {})
     nameless = parse_conversation({"messages": [{"role": "tool", "tool_call_id": "x", "name": 3}]})
     assert nameless.messages[0].tool_invocations[0].tool_name == "unknown"
+
+
+_ABSENT_KEY = "<absent>"
+_contents = st.one_of(text, st.none(), st.just(_ABSENT_KEY), st.just([{"type": "text", "text": "hi"}]))
+
+
+@st.composite
+def odd_turns(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Turns in the shapes a file may hold: extra keys, any key order, null or missing content, tool
+    calls in unusual forms (no type, dict arguments, an empty list, repeated ids)."""
+    out: list[dict[str, Any]] = []
+    kinds = st.sampled_from(["user", "developer", "assistant", "calls", "tool"])
+    for kind in draw(st.lists(kinds, max_size=5)):
+        turn: dict[str, Any] = {"role": "assistant" if kind == "calls" else kind}
+        content = draw(_contents)
+        if content != _ABSENT_KEY:
+            turn["content"] = content
+        if kind == "calls":
+            call_id = draw(st.sampled_from(["c1", "c2"]))
+            call: dict[str, Any] = {"id": call_id, "type": "function"}
+            if draw(st.booleans()):
+                del call["type"]
+            arguments: Any = draw(st.sampled_from(['{"q": 1}', {"q": 1}, " "]))
+            call["function"] = {"name": "lookup", "arguments": arguments}
+            if draw(st.booleans()):
+                call = dict(reversed(list(call.items())))
+            turn["tool_calls"] = draw(st.sampled_from([[call], [call, dict(call)], []]))
+        if kind == "tool":
+            turn["tool_call_id"] = "c1"
+        if draw(st.booleans()):
+            turn["name"] = "x"
+        if draw(st.booleans()):
+            turn = dict(reversed(list(turn.items())))
+        out.append(turn)
+    return out
+
+
+@given(odd_turns())
+def test_unchanged_turns_are_written_as_if_rebuilt(messages: list[dict[str, Any]]) -> None:
+    """A turn whose message no processor changed is written exactly (keys, order, values) as it
+    would be rebuilt from a copy of that message."""
+    conversation = parse_conversation({"id": "c", "messages": messages})
+    fast = conversation_to_record(conversation)
+    rebuilt = conversation_to_record(conversation, [m.model_copy() for m in conversation.messages])
+    assert json.dumps(fast) == json.dumps(rebuilt)

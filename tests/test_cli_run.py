@@ -7,6 +7,8 @@ from pathlib import Path
 
 from cli_support import ROOT, chat, jsonl, procflow, write_jsonl
 
+from procflow._cli.jsonl import JsonlWriter
+
 PIPELINES = ROOT / "tests" / "fixtures" / "cli_pipelines.py"
 PIPELINE = f"{PIPELINES}:pipeline"
 
@@ -308,3 +310,17 @@ def test_verbose_logs_tripwires_on_stderr_without_message_text(tmp_path: Path) -
     quiet = procflow("run", source, "-p", PIPELINE, "-q")
     assert quiet.stderr == ""
     assert jsonl(quiet.stdout)[0]["blocked"]["processor_id"] == "blocker"
+
+
+def test_a_writer_that_flushes_now_and_then_writes_every_line_by_the_end(tmp_path: Path) -> None:
+    """With ``flush_every`` the first line goes out at once, later ones within that time or at
+    ``flush()``; every line is there in the end."""
+    target = tmp_path / "out.jsonl"
+    with target.open("w", encoding="utf-8") as stream:
+        writer = JsonlWriter(stream, flush_every=3600)
+        writer.write({"n": 1})
+        writer.write({"n": 2})
+        assert target.read_text(encoding="utf-8") == '{"n": 1}\n'
+        writer.flush()
+        assert jsonl(target.read_text(encoding="utf-8")) == [{"n": 1}, {"n": 2}]
+        assert writer.written == 2

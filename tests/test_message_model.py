@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from procflow import (
     Chunk,
@@ -15,6 +17,8 @@ from procflow import (
     TripWire,
 )
 from procflow._messages import render_signal
+from procflow._messages._building import text_message
+from procflow._messages.message import Role
 
 
 def test_parts_are_discriminated_by_type() -> None:
@@ -105,3 +109,34 @@ def test_signal_rendering_escapes_and_validates_names() -> None:
         render_signal("x", tag_name="bad tag", attributes={})
     with pytest.raises(ValueError, match="invalid signal attribute name"):
         render_signal("x", tag_name="ok", attributes={"1st": "v"})
+
+
+@given(st.text(max_size=20), st.sampled_from(["user", "assistant", "system", "tool", "signal"]), st.text())
+def test_text_messages_built_without_validation_equal_validated_ones(
+    message_id: str, role: Role, text: str
+) -> None:
+    """The reader's unvalidated text message is the validated one: same values, field order, fields
+    set and extras, and the same dump."""
+    built = text_message(message_id, role, text)
+    checked = Message.model_validate(
+        {
+            "id": message_id,
+            "role": role,
+            "content": {"parts": [{"type": "text", "text": text}], "content": None},
+        }
+    )
+    assert built.model_fields_set == checked.model_fields_set == {"id", "role", "content"}
+    checked.created_at = built.created_at
+    assert built == checked
+    assert built.model_dump() == checked.model_dump()
+    assert list(built.__dict__) == list(checked.__dict__)
+    for mine, theirs in [(built.content, checked.content)]:
+        assert list(mine.__dict__) == list(theirs.__dict__)
+        assert mine.model_fields_set == theirs.model_fields_set
+        assert mine.model_extra == theirs.model_extra
+    part, other = built.content.parts[0], checked.content.parts[0]
+    assert (part, part.model_fields_set, part.model_extra) == (
+        other,
+        other.model_fields_set,
+        other.model_extra,
+    )

@@ -3,7 +3,11 @@ the same outcome as before for every strategy."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from procflow._messages import OutputResult
 from procflow.processors import ProcessorViolation, RegexFilterProcessor, RegexRule
@@ -60,3 +64,45 @@ async def test_a_different_result_text_is_searched_on_its_own() -> None:
     assert sorted(calls) == ["ORD-111111", "ORD-123456", "ORD-654321"]
     assert result.text == "see [ORDER]"
     assert out.text == "order [ORDER] and [ORDER] shipped"
+
+
+_PIECES = [
+    "Sorry about that!",
+    "call me at +1 555 123 4567",
+    "my card is 4111 1111 1111 1111",
+    "bob@example.com",
+    "it takes 3-5 days",
+    "version 4.2",
+    "sk-proj-abc123DEF456ghi789JKL0",
+    "123-45-",
+    "6789",
+    "Bearer",
+    " abc123xyz9",
+    "06 12 34",
+    "56 78",
+    "\n",
+    "",
+]
+_responses = st.lists(st.lists(st.sampled_from(_PIECES), max_size=4).map(" ".join), min_size=1, max_size=4)
+
+
+@settings(
+    max_examples=int(os.environ.get("REGEX_FILTER_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(texts=_responses, joined=st.booleans())
+async def test_response_messages_redact_as_alone_whatever_the_result_text(
+    texts: list[str], joined: bool
+) -> None:
+    """Each response message is redacted exactly as on its own, whether the result text is the
+    messages joined (a text with no needle vouches for the texts inside it) or another text."""
+    f = RegexFilterProcessor(presets=["pii", "secrets"], strategy="redact")
+    seen: list[ProcessorViolation] = []
+    f.on_violation = seen.append
+    result_text = "\n".join(texts) if joined else "no needle here"
+    result = OutputResult(text=result_text, finish_reason="stop")
+    out = await run_output_result(f, texts, result=result)
+    assert [m.text for m in out.messages] == [f.redact(t) for t in texts]
+    assert result.text == f.redact(result_text)
+    assert len(seen) == sum(f.redact(t) != t for t in texts)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from procflow._chat.json_input import JsonInputError, decode_json, describe
+from procflow._messages._building import text_message
 from procflow._messages.message import Message, Role
 from procflow._messages.parts import ImagePart, TextPart, ToolInvocationPart
 from procflow.errors import ProcflowError
@@ -68,6 +69,10 @@ class _TurnFormat:
     tool_text: str | None = None
     arguments: dict[str, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
     """Per tool call id: the arguments as written, and as parsed (written back as they were if unchanged)."""
+    raw: dict[str, Any] | None = None
+    """The turn as read, when writing its message back unchanged gives that very turn (see
+    :func:`_round_trips`); ``parsed`` is that message."""
+    parsed: Message | None = None
 
 
 @dataclass(slots=True)
@@ -150,7 +155,10 @@ def _parse_turn(
         raise ConversationFormatError(f".role: {problem}; use one of {_ROLE_NAMES}")
     if role not in _ROLES:
         raise ConversationFormatError(f".role: unknown role {_label(role)}; use one of {_ROLE_NAMES}")
-    parts, content_kind = _parse_content(turn.get("content"), "content" in turn)
+    content = turn.get("content")
+    if type(content) is str and role != "tool" and "tool_calls" not in turn:
+        return _text_turn(turn, role, content, message_id)
+    parts, content_kind = _parse_content(content, "content" in turn)
     fmt = _TurnFormat(
         role=role,
         content_kind=content_kind,
@@ -160,6 +168,7 @@ def _parse_turn(
     if role == "tool":
         message = _parse_tool_turn(turn, parts, calls, message_id)
         fmt.tool_text = message.content.content
+        _keep_raw(fmt, turn, message)
         return message, fmt
     tool_calls = turn.get("tool_calls")
     if tool_calls is not None:
@@ -177,7 +186,55 @@ def _parse_turn(
             fmt.arguments[part["tool_call_id"]] = (raw, dict(part["args"]))
             calls[part["tool_call_id"]] = (part["tool_name"], part["args"])
             parts.append(part)
-    return _message(message_id, _ROLES[role], parts, None), fmt
+    message = _message(message_id, _ROLES[role], parts, None)
+    _keep_raw(fmt, turn, message)
+    return message, fmt
+
+
+def _text_turn(turn: Mapping[str, Any], role: str, text: str, message_id: str) -> tuple[Message, _TurnFormat]:
+    """The most common turn, ``{"role": ..., "content": "text"}`` (other keys kept as they are)."""
+    message = text_message(message_id, _ROLES[role], text)
+    extra = {k: v for k, v in turn.items() if k not in _KNOWN_KEYS} if len(turn) > 2 else {}
+    fmt = _TurnFormat(role=role, content_kind="text", extra=extra, order=tuple(turn))
+    if type(turn) is dict and "tool_call_id" not in turn:  # what _round_trips says of a text turn
+        fmt.raw, fmt.parsed = turn, message
+    return message, fmt
+
+
+_CALL_KEYS = ("id", "type", "function")
+_FUNCTION_KEYS = ("name", "arguments")
+
+
+def _round_trips(turn: Mapping[str, Any], fmt: _TurnFormat) -> bool:
+    """Whether :func:`_turn_of` gives back ``turn`` itself (same keys, order and values) for its
+    message unchanged: text, null or absent content (a string for tool turns), and tool calls written
+    as ``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}`` with distinct ids."""
+    if type(turn) is not dict:
+        return False
+    content = turn.get("content")
+    tool_calls = turn.get("tool_calls")
+    if fmt.role == "tool":
+        return type(content) is str and "tool_calls" not in turn
+    if fmt.content_kind == "parts" or "tool_call_id" in turn:
+        return False
+    if not tool_calls:
+        return "tool_calls" not in turn
+    for call in tool_calls:
+        function = call["function"]
+        if (
+            tuple(call) != _CALL_KEYS
+            or call["type"] != "function"
+            or tuple(function) != _FUNCTION_KEYS
+            or type(function["arguments"]) is not str
+        ):
+            return False
+    return len(fmt.arguments) == len(tool_calls)
+
+
+def _keep_raw(fmt: _TurnFormat, turn: Mapping[str, Any], message: Message) -> None:
+    if _round_trips(turn, fmt):
+        fmt.raw = turn  # type: ignore[assignment]  # a dict: _round_trips checked
+        fmt.parsed = message
 
 
 def _message(message_id: str, role: Role, parts: list[dict[str, Any]], text: str | None) -> Message:
@@ -294,6 +351,8 @@ def conversation_to_record(
 
 
 def _turn_of(message: Message, fmt: _TurnFormat | None) -> dict[str, Any]:
+    if fmt is not None and fmt.parsed is message and fmt.raw is not None:
+        return fmt.raw  # unchanged, and written back as it was read (copy on write)
     role = fmt.role if fmt is not None and _ROLES[fmt.role] == message.role else message.role
     turn: dict[str, Any] = {"role": role}
     invocations = message.tool_invocations

@@ -91,7 +91,10 @@ def _run_files(
                 from procflow._scale import run_with_workers
 
                 return run_with_workers(args, console, source, sink, stats, workers=workers)
-            return anyio.run(_process_all, args, console, processor, source, JsonlWriter(sink), stats)
+            # A file never makes the reader wait: flush a few times a second instead of every line.
+            # A pipe or a terminal may pause between lines, so each line goes out as soon as written.
+            writer = JsonlWriter(sink, flush_every=FLUSH_EVERY if args.input != "-" else 0.0)
+            return anyio.run(_process_all, args, console, processor, source, writer, stats)
         except KeyboardInterrupt:
             stats.interrupted = True
             return EXIT_INTERRUPTED
@@ -104,6 +107,9 @@ def _run_files(
             where = exc.filename or args.output
             return fail(console, f"{where}: {exc.strerror or type(exc).__name__}", code=EXIT_FAILED)
 
+
+FLUSH_EVERY = 0.05
+"""Seconds between flushes of the output when the input is a file (see :class:`JsonlWriter`)."""
 
 AUTO_WORKERS_MIN_BYTES = 1 << 20
 """Without ``--workers``, inputs smaller than this run in one process: starting workers costs more."""
@@ -159,6 +165,26 @@ async def _process_all(
         transient=True,
         disable=not show,
     )
+    try:
+        code = await _process_lines(args, console, processor, source, writer, stats, progress, show)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            writer.flush()  # keep what was written (Ctrl-C); a closed pipe has nothing left to keep
+        raise
+    writer.flush()
+    return code
+
+
+async def _process_lines(
+    args: argparse.Namespace,
+    console: Console,
+    processor: ConversationProcessor,
+    source: IO[bytes],
+    writer: JsonlWriter,
+    stats: RunStats,
+    progress: Progress,
+    show: bool,
+) -> int:
     # One event loop for the whole run; lines are read synchronously between conversations (a CLI has
     # nothing else to do meanwhile), which costs far less than a thread hop per conversation.
     with progress:

@@ -126,23 +126,26 @@ def scan_final(rule: CompiledRule, text: str, start: int) -> list[Hit]:
     After a match the search goes on from its end; after a candidate the rule rejects (validation,
     context), from the character after the candidate's start, so it never hides a match inside it.
     """
-    hits: list[Hit] = []
     n = len(text)
-    pos = start
-    while pos <= n:
-        match = _search(rule, text, pos, n, False)
-        if match is None:
-            break
+    if start > n:
+        return []
+    # Most texts a rule runs on hold no match of it: one direct search answers for them.
+    match = rule.rx.search(text, start, n) if rule.timeout is None else _search(rule, text, start, n, False)
+    hits: list[Hit] = []
+    while match is not None:
         begin, end = match.span()
         if end == begin:
             pos = end + 1
-            continue
-        hit = _accept(rule, text, match)
-        if hit is None:
-            pos = begin + 1
         else:
-            hits.append(hit)
-            pos = end
+            hit = _accept(rule, text, match)
+            if hit is None:
+                pos = begin + 1
+            else:
+                hits.append(hit)
+                pos = end
+        if pos > n:
+            break
+        match = _search(rule, text, pos, n, False)
     return hits
 
 

@@ -33,6 +33,7 @@ class MessageCheck:
         tool_arguments: Also check every string inside tool-call arguments.
         found: Tripwire-style match entries (``block``/``warn``).
         details: Redaction details, one per redacted part or flattened text.
+        changed: Whether a message came out changed (a new object).
     """
 
     find: Callable[[str], list[Hit]]
@@ -43,13 +44,16 @@ class MessageCheck:
     tool_arguments: bool = False
     found: list[dict[str, Any]] = field(default_factory=list)
     details: list[RegexRedactionDetail] = field(default_factory=list)
+    changed: bool = False
 
     def message(self, message: Message) -> Message:
         """The message with its texts redacted (the same object when nothing changed)."""
         content = message.content
         parts: list[Any] | None = None
         for index, part in enumerate(content.parts):
-            if isinstance(part, TextPart) and part.text:
+            if isinstance(part, TextPart):
+                if not part.text:
+                    continue
                 new_text = self.text(part.text, message.id, index)
                 if new_text is not None:
                     parts = parts if parts is not None else list(content.parts)
@@ -67,16 +71,12 @@ class MessageCheck:
             update["parts"] = parts
         if new_fallback is not None:
             update["content"] = new_fallback
+        self.changed = True
         return message.model_copy(update={"content": content.model_copy(update=update)})
 
     def arguments(self, args: dict[str, Any], message_id: str, part_index: int) -> dict[str, Any]:
         """Tool-call arguments with every string checked (the same object when nothing changed)."""
-
-        def change(value: str, path: ArgPath) -> str | None:
-            return self.text(value, message_id, part_index, path)
-
-        result: dict[str, Any] = map_strings(args, change)
-        return result
+        return _ArgumentCheck(self, message_id, part_index).run(args)
 
     def text(
         self, text: str, message_id: str, part_index: int | None, arg_path: ArgPath | None = None
@@ -117,18 +117,51 @@ class MessageCheck:
         return new_text
 
 
+class _ArgumentCheck:
+    """Checks the strings of one part's tool-call arguments (a callable for ``map_strings``)."""
+
+    __slots__ = ("check", "message_id", "part_index")
+
+    def __init__(self, check: MessageCheck, message_id: str, part_index: int) -> None:
+        self.check = check
+        self.message_id = message_id
+        self.part_index = part_index
+
+    def run(self, args: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = map_strings(args, self)
+        return result
+
+    def __call__(self, value: str, path: ArgPath) -> str | None:
+        return self.check.text(value, self.message_id, self.part_index, path)
+
+
 class KnownText:
     """``find`` that answers for one text already searched (the result text, which the response's
-    text part repeats) without searching it again."""
+    texts repeat) without searching it again.
 
-    __slots__ = ("_find", "_hits", "_text")
+    With ``needle_free`` (no rule has a needle in that text: see ``NeedleIndex.select``), any text
+    found inside it has no needle either, hence no match: the response's texts, which the result text
+    is usually made of, are not searched at all. Texts are looked for from where the last one was found
+    (they come in order), so a long response costs linear time; one not found there is searched.
+    """
 
-    def __init__(self, find: Callable[[str], list[Hit]], text: str, hits: list[Hit]) -> None:
+    __slots__ = ("_find", "_hits", "_needle_free", "_pos", "_text")
+
+    def __init__(
+        self, find: Callable[[str], list[Hit]], text: str, hits: list[Hit], *, needle_free: bool = False
+    ) -> None:
         self._find = find
         self._text = text
         self._hits = hits
+        self._needle_free = needle_free
+        self._pos = 0
 
     def __call__(self, text: str) -> list[Hit]:
         if text == self._text:
             return list(self._hits)
+        if self._needle_free:
+            at = self._text.find(text, self._pos)
+            if at >= 0:
+                self._pos = at + len(text)
+                return []
         return self._find(text)

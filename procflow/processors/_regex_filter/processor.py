@@ -198,6 +198,10 @@ class RegexFilterProcessor:
         compiled.extend(compile_rule(rule, len(compiled)) for rule in self.rules)
         self._rules: tuple[CompiledRule, ...] = tuple(compiled)
         self._needles = NeedleIndex(self._rules)
+        # Custom rules only: every text runs every rule, so there is nothing to select per text.
+        self._every_text: list[CompiledRule] | None = (
+            list(self._rules) if all(rule.custom for rule in self._rules) else None
+        )
 
     def __repr__(self) -> str:
         return (
@@ -225,8 +229,31 @@ class RegexFilterProcessor:
         )
 
     def _find(self, text: str) -> list[Hit]:
+        rules = self._every_text
+        if rules is None:
+            rules = self._needles.select(text)[0]
+        if not rules:
+            return []
+        if len(rules) == 1:
+            return scan_final(rules[0], text, 0)
         hits: list[Hit] = []
-        for rule in self._needles.select(text)[0]:
+        for rule in rules:
+            hits.extend(scan_final(rule, text, 0))
+        return hits
+
+    def _rules_for(self, text: str) -> list[CompiledRule]:
+        """The rules that may match in ``text``: those with a needle in it, and every custom rule."""
+        every = self._every_text
+        return every if every is not None else self._needles.select(text)[0]
+
+    @staticmethod
+    def _scan(rules: list[CompiledRule], text: str) -> list[Hit]:
+        if not rules:
+            return []
+        if len(rules) == 1:
+            return scan_final(rules[0], text, 0)
+        hits: list[Hit] = []
+        for rule in rules:
             hits.extend(scan_final(rule, text, 0))
         return hits
 
@@ -241,11 +268,15 @@ class RegexFilterProcessor:
         if self.phase == "input":
             return None
         extra = args.result.text
-        hits = self._find(extra) if extra else []
+        if not extra:
+            return await self._check_messages(args.messages, "process_output_result", args)
+        rules = self._rules_for(extra)
+        hits = self._scan(rules, extra)
+        known = KnownText(self._find, extra, hits, needle_free=not rules)
         if hits and self.strategy == "redact":
             args.result.text = apply_regions(extra, merge_hits(hits), report=False, include_values=False)[0]
         return await self._check_messages(
-            args.messages, "process_output_result", args, extra_hits=hits, extra_text=extra
+            args.messages, "process_output_result", args, known=known, extra_hits=hits
         )
 
     async def _check_messages(
@@ -254,11 +285,11 @@ class RegexFilterProcessor:
         phase: RegexTextPhase,
         args: ProcessorArgs,
         *,
+        known: KnownText | None = None,
         extra_hits: list[Hit] | None = None,
-        extra_text: str | None = None,
     ) -> list[Message] | None:
         check = MessageCheck(
-            find=self._find if not extra_text else KnownText(self._find, extra_text, extra_hits or []),
+            find=self._find if known is None else known,
             phase=phase,
             redact=self.strategy == "redact",
             report=self.on_violation is not None and self.strategy == "redact",
@@ -266,6 +297,7 @@ class RegexFilterProcessor:
             tool_arguments=self.tool_arguments,
         )
         out = [check.message(message) for message in messages]
+        changed = check.changed
         found = check.found
         if not found and extra_hits and self.strategy != "redact":
             found = [
@@ -277,7 +309,6 @@ class RegexFilterProcessor:
             warn_matches(self.id, phase, [entry["rule"] for entry in found])
         for detail in check.details:
             await self._report(detail)
-        changed = any(new is not old for new, old in zip(out, messages, strict=True))
         return out if changed else None
 
     def _block(self, args: ProcessorArgs, matches: list[dict[str, Any]]) -> None:
