@@ -7,8 +7,7 @@ only the text where a match may still be in progress. See ``docs/concepts/stream
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from procflow._logging import log
@@ -23,7 +22,7 @@ from procflow.processors._args import (
     StreamResult,
 )
 from procflow.processors._base import ProcessorViolation, ViolationCallback, notify_violation
-from procflow.processors._regex_filter.chunks import ChunkQueue, Replacement
+from procflow.processors._regex_filter.chunks import Replacement
 from procflow.processors._regex_filter.match import Hit, merge_hits, scan_final
 from procflow.processors._regex_filter.messages import KnownText, MessageCheck
 from procflow.processors._regex_filter.options import as_rule, check_options, check_preset, warn_matches
@@ -46,6 +45,8 @@ from procflow.processors._regex_filter.rules import (
     compile_preset,
     compile_rule,
 )
+from procflow.processors._regex_filter.session import STATE_KEY as _STATE_KEY
+from procflow.processors._regex_filter.session import Hooks, Session, Stream
 from procflow.processors._regex_filter.stream import (
     DEFAULT_HOLD_LIMIT,
     RegexStreamRedactor,
@@ -68,65 +69,10 @@ __all__ = [
 RegexPreset = PresetName
 """A built-in rule set: ``"pii"``, ``"secrets"`` or ``"urls"``."""
 
-_STATE_KEY = "regex_filter.stream"
 _PASS_AHEAD = frozenset(
     {"reasoning-start", "reasoning-delta", "reasoning-end", "source", "file", "response-metadata"}
 )
 """Chunks that pass ahead of held text without ending it (the text they interrupt stays one text)."""
-
-
-class _Stream:
-    """Per-request stream state, kept in ``args.state`` (processors are shared across requests).
-
-    ``redacts``: text goes through the chunk queue (``block`` and ``redact``), not only the scanner.
-    """
-
-    __slots__ = ("queue", "redacts", "scanner")
-
-    def __init__(self, scanner: StreamScanner, *, redacts: bool) -> None:
-        self.scanner = scanner
-        self.queue = ChunkQueue(scanner)
-        self.redacts = redacts
-
-
-@dataclass(frozen=True, slots=True)
-class _Hooks:
-    """A processor's own stream hooks, as the stream runner's session for them."""
-
-    process: Callable[[ProcessOutputStreamArgs], Awaitable[StreamResult]]
-    flush: Callable[[ProcessOutputStreamArgs], Awaitable[list[Chunk] | None]]
-
-
-class _Session:
-    """The stream hook bound to one stream by the stream runner (``open_output_stream``).
-
-    A plain function: a text-delta chunk of a stream already under way is held or released without a
-    coroutine; anything else (the first text, other chunks, a release that replaces text, which may
-    report) is handed back as the hook's coroutine, which the runner awaits.
-    """
-
-    __slots__ = ("_processor", "flush")
-
-    def __init__(self, processor: RegexFilterProcessor) -> None:
-        self._processor = processor
-        self.flush = processor.flush_output_stream
-
-    def process(self, args: ProcessOutputStreamArgs) -> StreamResult | Awaitable[StreamResult]:
-        chunk = args.part
-        if chunk.type == "text-delta":
-            stream: _Stream | None = args.state.get(_STATE_KEY)
-            text = chunk.payload.get("text")
-            if stream is not None and stream.redacts and type(text) is str and text:
-                try:
-                    out = stream.queue.take(chunk, text)
-                except (PatternTimeoutError, StreamHoldLimitError) as exc:
-                    self._processor._stopped(args, exc)
-                if out is None or type(out) is Chunk:  # held, or released as one chunk
-                    return out
-                if isinstance(out, Release):
-                    return self._processor._release(stream, out, args)
-                return out
-        return self._processor.process_output_stream(args)
 
 
 class RegexFilterProcessor:
@@ -346,7 +292,7 @@ class RegexFilterProcessor:
         try:
             chunk = args.part
             if chunk.type == "text-delta":
-                stream: _Stream | None = args.state.get(_STATE_KEY)
+                stream: Stream | None = args.state.get(_STATE_KEY)
                 text = chunk.payload.get("text")
                 if stream is not None and stream.redacts and type(text) is str and text:
                     return await self._take(stream, chunk, text, args)
@@ -354,8 +300,8 @@ class RegexFilterProcessor:
         except (PatternTimeoutError, StreamHoldLimitError) as exc:
             self._stopped(args, exc)
 
-    def open_output_stream(self, args: ProcessOutputStreamArgs) -> _Session | _Hooks:
-        """Bind the stream hooks to one stream (called by the stream runner): see :class:`_Session`.
+    def open_output_stream(self, args: ProcessOutputStreamArgs) -> Session | Hooks:
+        """Bind the stream hooks to one stream (called by the stream runner): see :class:`Session`.
 
         A subclass that overrides either hook gets its own hooks as they are.
         """
@@ -364,8 +310,8 @@ class RegexFilterProcessor:
             cls.process_output_stream is not RegexFilterProcessor.process_output_stream
             or cls.flush_output_stream is not RegexFilterProcessor.flush_output_stream
         ):
-            return _Hooks(self.process_output_stream, self.flush_output_stream)
-        return _Session(self)
+            return Hooks(self.process_output_stream, self.flush_output_stream)
+        return Session(self)
 
     def _stopped(self, args: ProcessorArgs, exc: PatternTimeoutError | StreamHoldLimitError) -> NoReturn:
         if isinstance(exc, PatternTimeoutError):
@@ -374,7 +320,7 @@ class RegexFilterProcessor:
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
         """End of stream: release the held text, checked as final."""
-        stream: _Stream | None = args.state.get(_STATE_KEY)
+        stream: Stream | None = args.state.get(_STATE_KEY)
         if stream is None or self.phase == "input":
             return None
         try:
@@ -407,7 +353,7 @@ class RegexFilterProcessor:
         if self.phase == "input":
             return chunk
         kind = chunk.type
-        stream: _Stream | None = args.state.get(_STATE_KEY)
+        stream: Stream | None = args.state.get(_STATE_KEY)
         if kind == "text-delta":
             text = chunk.payload.get("text")
             if not isinstance(text, str) or not text:
@@ -429,7 +375,7 @@ class RegexFilterProcessor:
         out.append(chunk)
         return out
 
-    def _warn_feed(self, stream: _Stream, text: str) -> None:
+    def _warn_feed(self, stream: Stream, text: str) -> None:
         try:
             release = stream.scanner.feed(text)
         except StreamHoldLimitError:
@@ -444,16 +390,16 @@ class RegexFilterProcessor:
         if release is not None:
             self._warn_release(release)
 
-    def _new_stream(self) -> _Stream:
+    def _new_stream(self) -> Stream:
         scanner = StreamScanner(
             self._rules,
             window=self.stream_carryover_size,
             needles=self._needles,
             limit=self.stream_hold_limit,
         )
-        return _Stream(scanner, redacts=self.strategy != "warn")
+        return Stream(scanner, redacts=self.strategy != "warn")
 
-    async def _finish(self, stream: _Stream, args: ProcessorArgs) -> list[Chunk]:
+    async def _finish(self, stream: Stream, args: ProcessorArgs) -> list[Chunk]:
         del args.state[_STATE_KEY]
         if not stream.scanner.pending and not stream.queue.items:
             return []
@@ -464,13 +410,13 @@ class RegexFilterProcessor:
         out = await self._release(stream, release, args)
         return [out] if isinstance(out, Chunk) else list(out or [])
 
-    async def _take(self, stream: _Stream, chunk: Chunk, text: str, args: ProcessorArgs) -> StreamResult:
+    async def _take(self, stream: Stream, chunk: Chunk, text: str, args: ProcessorArgs) -> StreamResult:
         out = stream.queue.take(chunk, text)
         if out is None or type(out) is Chunk:
             return out
         return await self._release(stream, out, args) if isinstance(out, Release) else out
 
-    async def _release(self, stream: _Stream, release: Release, args: ProcessorArgs) -> StreamResult:
+    async def _release(self, stream: Stream, release: Release, args: ProcessorArgs) -> StreamResult:
         regions = release.regions
         if not regions:
             return stream.queue.release_plain(release)
