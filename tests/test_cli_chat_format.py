@@ -226,3 +226,37 @@ def test_unchanged_turns_are_written_as_if_rebuilt(messages: list[dict[str, Any]
     fast = conversation_to_record(conversation)
     rebuilt = conversation_to_record(conversation, [m.model_copy() for m in conversation.messages])
     assert json.dumps(fast) == json.dumps(rebuilt)
+
+
+def test_a_message_changed_in_place_is_written_as_changed() -> None:
+    """A processor that edits a message in place (no copy) still has its edit written, text and tool
+    turns alike: an unchanged turn is written back as read only when it says what was read."""
+    record = {
+        "messages": [
+            {"role": "user", "content": "mail me at ana@example.com"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "send", "arguments": '{"to": "ana@example.com"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "sent to ana@example.com"},
+        ]
+    }
+    conversation = parse_conversation(record)
+    user, assistant, tool = conversation.messages
+    part = user.content.parts[0]
+    assert isinstance(part, TextPart)
+    part.text = "mail me at [EMAIL]"
+    call = assistant.tool_invocations[0]
+    call.args["to"] = "[EMAIL]"
+    result = tool.tool_invocations[0]
+    result.result = "sent to [EMAIL]"
+    written = json.dumps(conversation_to_record(conversation))
+    assert "ana@example.com" not in written
+    assert written.count("[EMAIL]") == 3

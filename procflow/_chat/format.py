@@ -70,8 +70,8 @@ class _TurnFormat:
     arguments: dict[str, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
     """Per tool call id: the arguments as written, and as parsed (written back as they were if unchanged)."""
     raw: dict[str, Any] | None = None
-    """The turn as read, when writing its message back unchanged gives that very turn (see
-    :func:`_round_trips`); ``parsed`` is that message."""
+    """A text turn as read: written back as it is while its message still says what was read (see
+    :func:`_as_read`); ``parsed`` is that message."""
     parsed: Message | None = None
 
 
@@ -168,7 +168,6 @@ def _parse_turn(
     if role == "tool":
         message = _parse_tool_turn(turn, parts, calls, message_id)
         fmt.tool_text = message.content.content
-        _keep_raw(fmt, turn, message)
         return message, fmt
     tool_calls = turn.get("tool_calls")
     if tool_calls is not None:
@@ -186,9 +185,7 @@ def _parse_turn(
             fmt.arguments[part["tool_call_id"]] = (raw, dict(part["args"]))
             calls[part["tool_call_id"]] = (part["tool_name"], part["args"])
             parts.append(part)
-    message = _message(message_id, _ROLES[role], parts, None)
-    _keep_raw(fmt, turn, message)
-    return message, fmt
+    return _message(message_id, _ROLES[role], parts, None), fmt
 
 
 def _text_turn(turn: Mapping[str, Any], role: str, text: str, message_id: str) -> tuple[Message, _TurnFormat]:
@@ -196,45 +193,9 @@ def _text_turn(turn: Mapping[str, Any], role: str, text: str, message_id: str) -
     message = text_message(message_id, _ROLES[role], text)
     extra = {k: v for k, v in turn.items() if k not in _KNOWN_KEYS} if len(turn) > 2 else {}
     fmt = _TurnFormat(role=role, content_kind="text", extra=extra, order=tuple(turn))
-    if type(turn) is dict and "tool_call_id" not in turn:  # what _round_trips says of a text turn
+    if type(turn) is dict and "tool_call_id" not in turn:  # written back as read while unchanged
         fmt.raw, fmt.parsed = turn, message
     return message, fmt
-
-
-_CALL_KEYS = ("id", "type", "function")
-_FUNCTION_KEYS = ("name", "arguments")
-
-
-def _round_trips(turn: Mapping[str, Any], fmt: _TurnFormat) -> bool:
-    """Whether :func:`_turn_of` gives back ``turn`` itself (same keys, order and values) for its
-    message unchanged: text, null or absent content (a string for tool turns), and tool calls written
-    as ``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}`` with distinct ids."""
-    if type(turn) is not dict:
-        return False
-    content = turn.get("content")
-    tool_calls = turn.get("tool_calls")
-    if fmt.role == "tool":
-        return type(content) is str and "tool_calls" not in turn
-    if fmt.content_kind == "parts" or "tool_call_id" in turn:
-        return False
-    if not tool_calls:
-        return "tool_calls" not in turn
-    for call in tool_calls:
-        function = call["function"]
-        if (
-            tuple(call) != _CALL_KEYS
-            or call["type"] != "function"
-            or tuple(function) != _FUNCTION_KEYS
-            or type(function["arguments"]) is not str
-        ):
-            return False
-    return len(fmt.arguments) == len(tool_calls)
-
-
-def _keep_raw(fmt: _TurnFormat, turn: Mapping[str, Any], message: Message) -> None:
-    if _round_trips(turn, fmt):
-        fmt.raw = turn  # type: ignore[assignment]  # a dict: _round_trips checked
-        fmt.parsed = message
 
 
 def _message(message_id: str, role: Role, parts: list[dict[str, Any]], text: str | None) -> Message:
@@ -351,7 +312,7 @@ def conversation_to_record(
 
 
 def _turn_of(message: Message, fmt: _TurnFormat | None) -> dict[str, Any]:
-    if fmt is not None and fmt.parsed is message and fmt.raw is not None:
+    if fmt is not None and fmt.parsed is message and fmt.raw is not None and _as_read(message, fmt.raw):
         return fmt.raw  # unchanged, and written back as it was read (copy on write)
     role = fmt.role if fmt is not None and _ROLES[fmt.role] == message.role else message.role
     turn: dict[str, Any] = {"role": role}
@@ -376,6 +337,18 @@ def _turn_of(message: Message, fmt: _TurnFormat | None) -> dict[str, Any]:
 
 
 _ABSENT = object()
+
+
+def _as_read(message: Message, raw: dict[str, Any]) -> bool:
+    """Whether a text turn's message still says what ``raw`` says: the same object is no proof, as a
+    processor may have edited it in place (a part's text, its role, parts added)."""
+    if message.role != _ROLES[raw["role"]] or message.content.content is not None:
+        return False
+    parts = message.content.parts
+    if len(parts) != 1:
+        return False
+    part = parts[0]
+    return type(part) is TextPart and part.text == raw["content"]
 
 
 def _tool_text(message: Message, part: ToolInvocationPart, fmt: _TurnFormat | None) -> str:
