@@ -117,8 +117,9 @@ def parse_line(raw: bytes, number: int) -> tuple[Conversation | None, Conversati
 
 
 class JsonlWriter:
-    """Writes one JSON record per line, flushed at once or (``flush_every``) at most that many
-    seconds after it was written; :meth:`flush` writes out the rest.
+    """Writes one JSON record per line, flushed at once or (``flush_every``) on the first write that
+    many seconds after the last flush; :meth:`flush` writes out the rest (a line may wait for the next
+    write or that call).
 
     Args:
         stream: Where the lines go.
