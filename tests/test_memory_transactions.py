@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import anyio
 import pytest
 from memory_support import Backend, backend, echo_agent, texts
 
+from procflow import Message
 from procflow.errors import MemoryStorageError
-from procflow.memory import Memory
+from procflow.memory import Memory, SQLiteStorage
+from procflow.memory._sqlite import _driver
 
 __all__ = ["backend"]
 
@@ -76,3 +81,28 @@ async def test_a_storage_reopens_after_aclose(backend: Backend) -> None:
     await backend.storage.aclose()
     await agent.generate("after", memory=T)
     assert len(await backend.storage.get_messages("t-1")) == 4
+
+
+def test_a_second_process_opening_a_new_file_waits_for_the_first_ones_write(tmp_path: Path) -> None:
+    """A new file still has a rollback journal, whose change to WAL SQLite does not wait for: opening
+    a storage while another connection writes the file waits for it instead of failing at once."""
+    path = tmp_path / "new.db"
+    driver, _ = _driver()  # the storage's own SQLite library: two copies in one process break locking
+    writer = driver.connect(str(path), isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("CREATE TABLE other_app (x)")
+    done = threading.Timer(0.3, writer.execute, args=("COMMIT",))
+    done.start()
+
+    async def main() -> list[Message]:
+        async with SQLiteStorage(path) as storage:
+            return await storage.get_messages("t-1")
+
+    try:
+        assert anyio.run(main) == []
+    finally:
+        done.join()
+        writer.close()
+    reader = driver.connect(str(path))
+    assert reader.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    reader.close()

@@ -6,6 +6,7 @@ import importlib
 import sqlite3
 import struct
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +53,26 @@ ON CONFLICT (id) DO UPDATE SET
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _use_wal(conn: Any, module: ModuleType, wait: float) -> None:
+    """Put the database file in WAL mode (the mode is stored in the file: once is enough).
+
+    Leaving the rollback journal of a new file needs the file to itself, and SQLite does not wait for
+    that lock as it does for others: a second process opening a new file while the first one created
+    its tables got "database is locked" at once. So the change is tried again for up to ``wait``
+    seconds, and skipped as soon as the file is in WAL mode (another process may have switched it).
+    """
+    deadline = time.monotonic() + wait
+    pause = threading.Event()
+    while str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return  # switched, or a database that has no WAL mode (in memory)
+        except module.OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            pause.wait(0.01)
 
 
 def _driver() -> tuple[ModuleType, bool]:
@@ -127,7 +148,7 @@ class SQLiteStorage:
         module, loadable = _driver()
         conn = module.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _use_wal(conn, module, self._busy_ms / 1000)
         conn.execute("PRAGMA synchronous = NORMAL")
         self._vectors = loadable and _load_vec(conn)
         migrate(conn, _Transaction)
