@@ -27,7 +27,7 @@ from procflow.processors._regex_filter.pattern import (
     SuffixChars,
     W,
 )
-from procflow.processors._regex_filter.secrets import SECRETS
+from procflow.processors._regex_filter.secrets import ASSIGNMENT_OPERATORS, KEY_NAME_BEFORE, SECRETS
 
 __all__ = [
     "CJK",
@@ -320,10 +320,27 @@ def first_trigger(text: str, pos: int) -> int:
 
     A quick test that over-approximates every needle of every preset (a lone digit or hyphen in
     prose is no start of a phone number or key). A match in progress holding none of them lies
-    within the last word; a match holding one starts within the word of its first needle.
+    within the last word; a match holding one starts within the word of its first needle. An
+    operator (``:`` ``=`` ``：`` ``是``) counts only after a key name, or where a ``:`` is or may
+    become the ``://`` of a URL.
     """
-    found = _TRIGGERS.search(text, pos)
-    return -1 if found is None else found.start()
+    search = _TRIGGERS.search
+    while True:
+        found = search(text, pos)
+        if found is None:
+            return -1
+        at = found.start()
+        ch = text[at]
+        if ch not in _OPERATORS or KEY_NAME_BEFORE.match(text, at) is not None:
+            return at
+        if ch == ":" and "//".startswith(text[at + 1 : at + 3]):
+            return at  # the ``://`` of a URL, or the start of one
+        pos = at + 1
+
+
+_OPERATORS = frozenset(ASSIGNMENT_OPERATORS)
+"""The ``key = value`` pattern's needles: it only finds an operator that follows a key name, and
+prose is full of the others (``09:45``, ``Note:``, ``年费是``)."""
 
 
 def may_match(text: str, pos: int) -> bool:
