@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 import time
 from typing import Any
 
@@ -70,20 +71,30 @@ async def _secret_row(repeat: int, size: str) -> Row:
     def guard() -> list[Any]:
         return [RegexFilterProcessor(presets=["pii", "secrets", "urls"], strategy="redact")]
 
-    bare = await _median(text, list, repeat, chunk_size=1)
-    filtered = await _median(text, guard, repeat, chunk_size=1)
-    ratio = filtered / bare
+    bare: list[float] = []
+    filtered: list[float] = []
+    for _ in range(2 * repeat + 1):  # taking turns, in CPU time: a stream of ~30 ms is easily disturbed
+        bare.append(await _cpu_seconds(text, [], chunk_size=1))
+        filtered.append(await _cpu_seconds(text, guard(), chunk_size=1))
+    ratio = statistics.median(f / b for f, b in zip(filtered, bare, strict=True))
     return Row(
         "agent_stream",
         "agent stream, 10 kB secret in 1-character chunks, RegexFilter redact (all presets): cost",
-        filtered * 1e3,
+        statistics.median(filtered) * 1e3,
         "ms",
-        baseline=bare * 1e3,
+        baseline=statistics.median(bare) * 1e3,
         baseline_name="the same stream without processors (ms)",
         ratio=ratio,
         budget="≤ 3× the no-filter stream",
         passed=None if size == "tiny" else ratio <= 3.0,
+        note="CPU time; the median of the ratios of runs taking turns",
     )
+
+
+async def _cpu_seconds(text: str, processors: list[Any], chunk_size: int) -> float:
+    started = time.process_time()
+    await _stream_seconds(text, processors, chunk_size)
+    return time.process_time() - started
 
 
 async def run(size: str = "full") -> list[Row]:
