@@ -13,6 +13,7 @@ from typing import Literal
 
 from procflow._chat.format import Conversation
 from procflow._chat.violations import ViolationCollector, count_rules
+from procflow._cli._direct import DirectPass
 from procflow._cli.loading import LoadedPipeline
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageList
@@ -56,7 +57,7 @@ class Outcome:
 class ConversationProcessor:
     """Runs a loaded pipeline over conversations, one at a time, with fresh state per conversation."""
 
-    __slots__ = ("_collector", "_input", "_output", "phase")
+    __slots__ = ("_collector", "_direct", "_input", "_output", "phase")
 
     def __init__(self, pipeline: LoadedPipeline, *, phase: PhaseMode = "auto") -> None:
         self.phase: PhaseMode = phase
@@ -66,6 +67,7 @@ class ConversationProcessor:
         self._collector.attach(pipeline.processors)
         for processor in pipeline.processors:
             self._collector.attach(nested_processors(processor))
+        self._direct = DirectPass.build(pipeline.input_processors, pipeline.output_processors)
 
     @property
     def unattached(self) -> list[str]:
@@ -74,6 +76,10 @@ class ConversationProcessor:
 
     async def process(self, conversation: Conversation) -> Outcome:
         """Apply the pipeline to ``conversation``; a tripwire marks it blocked instead of raising."""
+        if self._direct is not None:
+            outcome = await self._process_direct(self._direct, conversation)
+            if outcome is not None:
+                return outcome
         ml = MessageList()
         original_order = {m.id: i for i, m in enumerate(conversation.messages)}
         for message in conversation.messages:
@@ -99,6 +105,25 @@ class ConversationProcessor:
             tripwire_info, blocked_phase = tripwire.info(), phase
         violations = self._collector.take()
         outcome = Outcome(_in_order(ml, original_order), tripwire_info, blocked_phase, violations)
+        if violations:
+            outcome.redactions, outcome.warnings = count_rules(violations)
+        return outcome
+
+    async def _process_direct(self, direct: DirectPass, conversation: Conversation) -> Outcome | None:
+        """The bundled processors' pass without the phase runner (see :mod:`procflow._cli._direct`);
+        ``None`` when the phase runner must process the conversation instead."""
+        messages = conversation.messages
+        if len({m.id for m in messages}) != len(messages):
+            return None  # the message list would merge turns that share an id
+        sources = [m.role if m.role == "system" else self._source_of(m) for m in messages]
+        result = direct.run(messages, sources, inputs=self.phase != "output", outputs=self.phase != "input")
+        if result is None:
+            return None
+        self._collector.take()
+        for processor, detail in result.reports:
+            await processor._report(detail)
+        violations = self._collector.take()
+        outcome = Outcome(result.messages, violations=violations)
         if violations:
             outcome.redactions, outcome.warnings = count_rules(violations)
         return outcome

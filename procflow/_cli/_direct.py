@@ -1,0 +1,168 @@
+"""A stored conversation through the bundled processors without the phase runner.
+
+``procflow run`` spends most of its time, per conversation, around the processors rather than in them:
+a message list, a run context, hook arguments, result checks, for hooks that (in the bundled guard) are
+plain functions of the messages' texts. When every processor of the pipeline is one of the built-ins
+this module knows — :class:`UnicodeNormalizer`, :class:`RegexFilterProcessor` and :class:`TokenLimiter`,
+of exactly those types, their hooks not replaced — a conversation is passed through their own per-message
+code directly, in the phase runner's order and with its scopes.
+
+The pass is exact or it is not taken: anything whose effect it does not reproduce itself — a match of a
+``block`` or ``warn`` filter (a tripwire, a logged warning), a response that may be over a token limit,
+an error, tracing — makes :meth:`DirectPass.run` return ``None`` before anything was reported, and the
+caller runs the phase runner over the conversation instead, from the start. Nothing is edited in place
+(the processors return new messages), so a conversation abandoned halfway is as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from procflow._logging import is_tracing
+from procflow._messages.message import Message
+from procflow.processors._regex_filter.match import merge_hits
+from procflow.processors._regex_filter.messages import KnownText, MessageCheck
+from procflow.processors._regex_filter.processor import RegexFilterProcessor
+from procflow.processors._regex_filter.report import RegexRedactionDetail, RegexTextPhase, apply_regions
+from procflow.processors._token_limiter import TokenLimiter
+from procflow.processors._token_output import _all_bytes
+from procflow.processors._tokens import TiktokenCounter
+from procflow.processors._unicode_normalizer import UnicodeNormalizer
+
+__all__ = ["DirectPass", "DirectResult"]
+
+_HOOKS = {
+    UnicodeNormalizer: ("process_input",),
+    RegexFilterProcessor: ("process_input", "process_output_result"),
+    TokenLimiter: ("process_output_result",),
+}
+"""The built-ins the pass knows, with the hooks of theirs ``procflow run`` calls."""
+
+Reports = list[tuple[RegexFilterProcessor, RegexRedactionDetail]]
+
+
+class _FallbackError(Exception):
+    """The pass cannot reproduce what the phase runner would do here."""
+
+
+@dataclass(slots=True)
+class DirectResult:
+    """What the pass produced: the messages in conversation order, and the redaction reports to send."""
+
+    messages: list[Message]
+    reports: Reports
+
+
+def _known(processor: object) -> bool:
+    hooks = _HOOKS.get(type(processor))
+    if hooks is None:
+        return False
+    overridden = getattr(processor, "__dict__", {})
+    return not any(name in overridden for name in hooks)
+
+
+@dataclass(frozen=True, slots=True)
+class DirectPass:
+    """The input and output processors of a pipeline, when the pass can run them (see :meth:`build`)."""
+
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+
+    @classmethod
+    def build(cls, inputs: Sequence[Any], outputs: Sequence[Any]) -> DirectPass | None:
+        """The pass for these processor lists, or ``None`` when one of them is not a known built-in."""
+        if not all(_known(p) for p in (*inputs, *outputs)):
+            return None
+        return cls(
+            tuple(p for p in inputs if "process_input" in _HOOKS[type(p)]),
+            tuple(p for p in outputs if "process_output_result" in _HOOKS[type(p)]),
+        )
+
+    def run(
+        self, messages: list[Message], sources: Sequence[str], *, inputs: bool, outputs: bool
+    ) -> DirectResult | None:
+        """Pass ``messages`` (``sources[i]``: ``system``, ``input`` or ``response``) through the input
+        hooks (when ``inputs``), then the output hooks (when ``outputs``).
+
+        Returns ``None`` when the phase runner must do it instead (nothing has been reported then).
+        """
+        if is_tracing():
+            return None
+        new_in = [m for m, s in zip(messages, sources, strict=True) if s == "input"]
+        new_out = [m for m, s in zip(messages, sources, strict=True) if s == "response"]
+        reports: Reports = []
+        try:
+            for processor in self.inputs if inputs else ():
+                new_in = _input_step(processor, new_in, reports)
+            if outputs:
+                holder = ["\n".join(m.text for m in new_out if m.role == "assistant")]
+                for processor in self.outputs:
+                    new_out = _output_step(processor, new_out, holder, reports)
+        except Exception:  # a _FallbackError, or an error the phase runner reports in its own way
+            return None
+        ins, outs = iter(new_in), iter(new_out)
+        out = [
+            m if s == "system" else next(ins if s == "input" else outs)
+            for m, s in zip(messages, sources, strict=True)
+        ]
+        return DirectResult(out, reports)
+
+
+def _input_step(processor: Any, messages: list[Message], reports: Reports) -> list[Message]:
+    if type(processor) is UnicodeNormalizer:
+        return [processor._message(m) for m in messages]
+    if processor.phase == "output":
+        return messages
+    return _filter(processor, messages, "process_input", processor._find, None, reports)
+
+
+def _output_step(
+    processor: Any, messages: list[Message], holder: list[str], reports: Reports
+) -> list[Message]:
+    if type(processor) is TokenLimiter:
+        counter = processor.counter
+        # Proven to fit without tokenising (a token is at least one byte): the hook would return None.
+        if type(counter) is TiktokenCounter and counter.is_loaded and _all_bytes(messages) <= processor.limit:
+            return messages
+        raise _FallbackError
+    filt: RegexFilterProcessor = processor
+    if filt.phase == "input":
+        return messages
+    extra = holder[0]
+    if not extra:
+        return _filter(filt, messages, "process_output_result", filt._find, None, reports)
+    rules = filt._rules_for(extra)
+    hits = filt._scan(rules, extra)
+    known = KnownText(filt._find, extra, hits, needle_free=not rules)
+    if hits and filt.strategy == "redact":
+        holder[0] = apply_regions(extra, merge_hits(hits), report=False, include_values=False)[0]
+    return _filter(filt, messages, "process_output_result", known, hits, reports)
+
+
+def _filter(
+    filt: RegexFilterProcessor,
+    messages: list[Message],
+    phase: RegexTextPhase,
+    find: Callable[[str], Any],
+    extra_hits: list[Any] | None,
+    reports: Reports,
+) -> list[Message]:
+    """What ``RegexFilterProcessor._check_messages`` does, for a filter that redacts or finds nothing."""
+    if filt.strategy == "warn":
+        raise _FallbackError
+    redact = filt.strategy == "redact"
+    check = MessageCheck(
+        find=find,
+        phase=phase,
+        redact=redact,
+        report=filt.on_violation is not None and redact,
+        include_values=filt.include_redacted_values,
+        tool_arguments=filt.tool_arguments,
+    )
+    out = [check.message(m) for m in messages]
+    if check.found or (extra_hits and not redact):
+        raise _FallbackError  # a block: the tripwire is the phase runner's to raise and report
+    reports.extend((filt, detail) for detail in check.details)
+    return out
