@@ -20,14 +20,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from procflow._chat.turns import Item, TextTurn
 from procflow._logging import is_tracing
-from procflow._messages.message import Message
 from procflow.processors._regex_filter.match import merge_hits
 from procflow.processors._regex_filter.messages import KnownText, MessageCheck
 from procflow.processors._regex_filter.processor import RegexFilterProcessor
 from procflow.processors._regex_filter.report import RegexRedactionDetail, RegexTextPhase, apply_regions
 from procflow.processors._token_limiter import TokenLimiter
-from procflow.processors._token_output import _all_bytes
+from procflow.processors._token_output import _all_bytes, _utf8_len
 from procflow.processors._tokens import TiktokenCounter
 from procflow.processors._unicode_normalizer import UnicodeNormalizer
 
@@ -49,9 +49,9 @@ class _FallbackError(Exception):
 
 @dataclass(slots=True)
 class DirectResult:
-    """What the pass produced: the messages in conversation order, and the redaction reports to send."""
+    """What the pass produced: the turns in conversation order, and the redaction reports to send."""
 
-    messages: list[Message]
+    items: list[Item]
     reports: Reports
 
 
@@ -81,10 +81,11 @@ class DirectPass:
         )
 
     def run(
-        self, messages: list[Message], sources: Sequence[str], *, inputs: bool, outputs: bool
+        self, messages: list[Item], sources: Sequence[str], *, inputs: bool, outputs: bool
     ) -> DirectResult | None:
         """Pass ``messages`` (``sources[i]``: ``system``, ``input`` or ``response``) through the input
-        hooks (when ``inputs``), then the output hooks (when ``outputs``).
+        hooks (when ``inputs``), then the output hooks (when ``outputs``). Text turns stay text turns
+        while no processor changes them; a changed one becomes the message a processor would return.
 
         Returns ``None`` when the phase runner must do it instead (nothing has been reported then).
         """
@@ -110,21 +111,28 @@ class DirectPass:
         return DirectResult(out, reports)
 
 
-def _input_step(processor: Any, messages: list[Message], reports: Reports) -> list[Message]:
+def _input_step(processor: Any, messages: list[Item], reports: Reports) -> list[Item]:
     if type(processor) is UnicodeNormalizer:
-        return [processor._message(m) for m in messages]
+        return [
+            _normalized(processor, m) if type(m) is TextTurn else processor._message(m)  # type: ignore[arg-type]
+            for m in messages
+        ]
     if processor.phase == "output":
         return messages
     return _filter(processor, messages, "process_input", processor._find, None, reports)
 
 
-def _output_step(
-    processor: Any, messages: list[Message], holder: list[str], reports: Reports
-) -> list[Message]:
+def _normalized(normalizer: UnicodeNormalizer, turn: TextTurn) -> Item:
+    """``UnicodeNormalizer._message`` of a text turn."""
+    text = normalizer.normalize(turn.text)
+    return turn if text == turn.text else turn.with_text(text)
+
+
+def _output_step(processor: Any, messages: list[Item], holder: list[str], reports: Reports) -> list[Item]:
     if type(processor) is TokenLimiter:
         counter = processor.counter
         # Proven to fit without tokenising (a token is at least one byte): the hook would return None.
-        if type(counter) is TiktokenCounter and counter.is_loaded and _all_bytes(messages) <= processor.limit:
+        if type(counter) is TiktokenCounter and counter.is_loaded and _bytes(messages) <= processor.limit:
             return messages
         raise _FallbackError
     filt: RegexFilterProcessor = processor
@@ -141,14 +149,25 @@ def _output_step(
     return _filter(filt, messages, "process_output_result", known, hits, reports)
 
 
+def _bytes(messages: list[Item]) -> int:
+    """``_all_bytes`` (the UTF-8 bytes of the assistant messages' texts) of text turns and messages."""
+    total = 0
+    for m in messages:
+        if type(m) is TextTurn:
+            total += _utf8_len(m.text) if m.role == "assistant" else 0
+        else:
+            total += _all_bytes([m])  # type: ignore[list-item]
+    return total
+
+
 def _filter(
     filt: RegexFilterProcessor,
-    messages: list[Message],
+    messages: list[Item],
     phase: RegexTextPhase,
     find: Callable[[str], Any],
     extra_hits: list[Any] | None,
     reports: Reports,
-) -> list[Message]:
+) -> list[Item]:
     """What ``RegexFilterProcessor._check_messages`` does, for a filter that redacts or finds nothing."""
     if filt.strategy == "warn":
         raise _FallbackError
@@ -161,8 +180,19 @@ def _filter(
         include_values=filt.include_redacted_values,
         tool_arguments=filt.tool_arguments,
     )
-    out = [check.message(m) for m in messages]
+    out = [_checked(check, m) if type(m) is TextTurn else check.message(m) for m in messages]  # type: ignore[arg-type]
     if check.found or (extra_hits and not redact):
         raise _FallbackError  # a block: the tripwire is the phase runner's to raise and report
     reports.extend((filt, detail) for detail in check.details)
     return out
+
+
+def _checked(check: MessageCheck, turn: TextTurn) -> Item:
+    """``MessageCheck.message`` of a text turn (its one text part is part 0)."""
+    if not turn.text:
+        return turn
+    text = check.text(turn.text, turn.id, 0)
+    if text is None:
+        return turn
+    check.changed = True
+    return turn.with_text(text)

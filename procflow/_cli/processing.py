@@ -8,10 +8,12 @@ output phase (``process_output_result``), as they would around a live model call
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from procflow._chat.format import Conversation
+from procflow._chat.turns import TurnView
 from procflow._chat.violations import ViolationCollector, count_rules
 from procflow._cli._direct import DirectPass
 from procflow._cli.loading import LoadedPipeline
@@ -46,7 +48,7 @@ class Outcome:
         warnings: ``warn``-strategy matches per rule.
     """
 
-    messages: list[Message]
+    messages: Sequence[Message]
     tripwire: TripwireInfo | None = None
     blocked_phase: str | None = None
     violations: list[ProcessorViolation] = field(default_factory=list)
@@ -86,7 +88,7 @@ class ConversationProcessor:
             if message.role == "system":
                 ml.add_system(message)
             else:
-                ml.add(message, source=self._source_of(message))
+                ml.add(message, source=self._source_of(message.role))
         ctx = RunContext(message_list=ml)
         self._collector.take()
         tripwire_info: TripwireInfo | None = None
@@ -112,10 +114,10 @@ class ConversationProcessor:
     async def _process_direct(self, direct: DirectPass, conversation: Conversation) -> Outcome | None:
         """The bundled processors' pass without the phase runner (see :mod:`procflow._cli._direct`);
         ``None`` when the phase runner must process the conversation instead."""
-        messages = conversation.messages
+        messages = conversation.items
         if len({m.id for m in messages}) != len(messages):
             return None  # the message list would merge turns that share an id
-        sources = [m.role if m.role == "system" else self._source_of(m) for m in messages]
+        sources = [m.role if m.role == "system" else self._source_of(m.role) for m in messages]
         result = direct.run(messages, sources, inputs=self.phase != "output", outputs=self.phase != "input")
         if result is None:
             return None
@@ -123,15 +125,15 @@ class ConversationProcessor:
         for processor, detail in result.reports:
             await processor._report(detail)
         violations = self._collector.take()
-        outcome = Outcome(result.messages, violations=violations)
+        outcome = Outcome(TurnView(result.items), violations=violations)
         if violations:
             outcome.redactions, outcome.warnings = count_rules(violations)
         return outcome
 
-    def _source_of(self, message: Message) -> Literal["input", "response"]:
+    def _source_of(self, role: str) -> Literal["input", "response"]:
         if self.phase == "input":
             return "input"
-        if self.phase == "output" or message.role == "assistant":
+        if self.phase == "output" or role == "assistant":
             return "response"
         return "input"
 
