@@ -7,9 +7,10 @@ this module knows — :class:`UnicodeNormalizer`, :class:`RegexFilterProcessor` 
 of exactly those types, their hooks not replaced — a conversation is passed through their own per-message
 code directly, in the phase runner's order and with its scopes.
 
-The pass is exact or it is not taken: anything whose effect it does not reproduce itself — a match of a
-``block`` or ``warn`` filter (a tripwire, a logged warning), a response that may be over a token limit,
-an error, tracing — makes :meth:`DirectPass.run` return ``None`` before anything was reported, and the
+The pass is exact or it is not taken: a ``block`` filter's match raises its tripwire as in the runner
+(the conversation is blocked with the messages as far as processing went); anything whose effect it
+does not reproduce itself — a ``warn`` filter (a logged warning), a response that may be over a token
+limit, an error, tracing — makes :meth:`DirectPass.run` return ``None`` before anything was reported, and the
 caller runs the phase runner over the conversation instead, from the start. Nothing is edited in place
 (the processors return new messages), so a conversation abandoned halfway is as it was.
 """
@@ -22,10 +23,17 @@ from typing import Any
 
 from procflow._chat.turns import Item, TextTurn
 from procflow._logging import is_tracing
+from procflow._messages.tripwire import TripWire
+from procflow.processors._base import AbortFn, make_abort
 from procflow.processors._regex_filter.match import merge_hits
 from procflow.processors._regex_filter.messages import KnownText, MessageCheck
 from procflow.processors._regex_filter.processor import RegexFilterProcessor
-from procflow.processors._regex_filter.report import RegexRedactionDetail, RegexTextPhase, apply_regions
+from procflow.processors._regex_filter.report import (
+    REDACTED_MATCH,
+    RegexRedactionDetail,
+    RegexTextPhase,
+    apply_regions,
+)
 from procflow.processors._token_limiter import TokenLimiter
 from procflow.processors._token_output import _all_bytes, _utf8_len
 from procflow.processors._tokens import TiktokenCounter
@@ -53,6 +61,10 @@ class DirectResult:
 
     items: list[Item]
     reports: Reports
+    tripwire: TripWire | None = None
+    """The tripwire a ``block`` filter raised (then ``items`` are as far as processing went)."""
+    blocked_phase: str | None = None
+    blocked_by: Any = None
 
 
 def _known(processor: object) -> bool:
@@ -94,21 +106,26 @@ class DirectPass:
         new_in = [m for m, s in zip(messages, sources, strict=True) if s == "input"]
         new_out = [m for m, s in zip(messages, sources, strict=True) if s == "response"]
         reports: Reports = []
+        result = DirectResult([], reports)
+        phase, processor = "input", None
         try:
             for processor in self.inputs if inputs else ():
                 new_in = _input_step(processor, new_in, reports)
+            phase = "output"
             if outputs:
                 holder = ["\n".join(m.text for m in new_out if m.role == "assistant")]
                 for processor in self.outputs:
                     new_out = _output_step(processor, new_out, holder, reports)
+        except TripWire as tripwire:
+            result.tripwire, result.blocked_phase, result.blocked_by = tripwire, phase, processor
         except Exception:  # a _FallbackError, or an error the phase runner reports in its own way
             return None
         ins, outs = iter(new_in), iter(new_out)
-        out = [
+        result.items = [
             m if s == "system" else next(ins if s == "input" else outs)
             for m, s in zip(messages, sources, strict=True)
         ]
-        return DirectResult(out, reports)
+        return result
 
 
 def _input_step(processor: Any, messages: list[Item], reports: Reports) -> list[Item]:
@@ -181,10 +198,20 @@ def _filter(
         tool_arguments=filt.tool_arguments,
     )
     out = [_checked(check, m) if type(m) is TextTurn else check.message(m) for m in messages]  # type: ignore[arg-type]
-    if check.found or (extra_hits and not redact):
-        raise _FallbackError  # a block: the tripwire is the phase runner's to raise and report
+    found = check.found
+    if not found and extra_hits and not redact:
+        found = [{"rule": hit.rule.name, "match": REDACTED_MATCH, "index": hit.start} for hit in extra_hits]
+    if found:  # a block (a warn filter never gets here): raises the filter's tripwire
+        filt._block(_Aborting(make_abort(filt.id)), found)  # type: ignore[arg-type]
     reports.extend((filt, detail) for detail in check.details)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Aborting:
+    """The one hook argument ``RegexFilterProcessor._block`` uses."""
+
+    abort: AbortFn
 
 
 def _checked(check: MessageCheck, turn: TextTurn) -> Item:

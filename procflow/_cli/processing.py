@@ -21,7 +21,7 @@ from procflow._messages.message import Message
 from procflow._messages.message_list import MessageList
 from procflow._messages.results import OutputResult
 from procflow._messages.tripwire import TripWire, TripwireInfo
-from procflow._runner.context import RunContext
+from procflow._runner.context import RunContext, report_tripwire
 from procflow._runner.pipeline import ProcessorPipeline
 from procflow._runner.runner import PhaseRunner
 from procflow.processors._base import ProcessorViolation
@@ -124,8 +124,12 @@ class ConversationProcessor:
         self._collector.take()
         for processor, detail in result.reports:
             await processor._report(detail)
+        tripwire, info = result.tripwire, None
+        if tripwire is not None:
+            await report_tripwire(result.blocked_by, result.blocked_by.id, tripwire)
+            info = tripwire.info()
         violations = self._collector.take()
-        outcome = Outcome(TurnView(result.items), violations=violations)
+        outcome = Outcome(TurnView(result.items), info, result.blocked_phase, violations)
         if violations:
             outcome.redactions, outcome.warnings = count_rules(violations)
         return outcome
