@@ -133,3 +133,12 @@ def test_direct_pass_keeps_unchanged_turns_unbuilt() -> None:
     written = record_of(conversation, outcome, keep_blocked=False)
     assert written["messages"][0] is record["messages"][0]
     assert [m.text for m in outcome.messages] == ["Where is my order?", "Soon."]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)), st.sampled_from(["NFC", "NFKC", "NFD", "NFKD"]))
+def test_ascii_text_skips_unicode_normalization_exactly(text: str, form: Any) -> None:
+    """ASCII text is the same in every normal form, so the normalizer's shortcut for it changes nothing."""
+    import unicodedata
+
+    normalizer = UnicodeNormalizer(form=form, collapse_whitespace=False, trim=False)
+    assert normalizer.normalize(text) == unicodedata.normalize(form, text) == text
