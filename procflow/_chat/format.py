@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from procflow._chat.json_input import JsonInputError, decode_json, describe
-from procflow._messages._building import text_message
+from procflow._chat.turns import Item, TextTurn, as_message, items_of
 from procflow._messages.message import Message, Role
 from procflow._messages.parts import ImagePart, TextPart, ToolInvocationPart
 from procflow.errors import ProcflowError
@@ -80,15 +80,20 @@ class Conversation:
     """One conversation read from a JSONL line.
 
     Attributes:
-        messages: The turns as procflow messages, in order.
         fields: The record's keys other than ``messages`` (``id``, ``metadata``, …), written back as they are.
         line: The 1-based line number the conversation came from (0 when not read from a file).
+        items: The turns in order: messages, and plain text turns not built as messages until needed.
     """
 
-    messages: list[Message]
     fields: dict[str, Any] = field(default_factory=dict)
     line: int = 0
     formats: dict[str, _TurnFormat] = field(default_factory=dict, repr=False)
+    items: list[Item] = field(default_factory=list, repr=False)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The turns as procflow messages, in order (text turns built on first use)."""
+        return [as_message(item) for item in self.items]
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -116,7 +121,7 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
             line=line,
         )
     conversation = Conversation(
-        messages=[], fields={k: v for k, v in record.items() if k not in ("messages", "blocked")}, line=line
+        fields={k: v for k, v in record.items() if k not in ("messages", "blocked")}, line=line
     )
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     for index, turn in enumerate(turns):
@@ -126,7 +131,7 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
             message, fmt = _parse_turn(turn, calls, f"turn-{index}")
         except ConversationFormatError as exc:
             raise ConversationFormatError(_at(f"messages[{index}]", exc.problem), line=line) from None
-        conversation.messages.append(message)
+        conversation.items.append(message)
         conversation.formats[message.id] = fmt
     return conversation
 
@@ -146,7 +151,7 @@ def _label(value: str) -> str:
 
 def _parse_turn(
     turn: Any, calls: dict[str, tuple[str, dict[str, Any]]], message_id: str
-) -> tuple[Message, _TurnFormat]:
+) -> tuple[Item, _TurnFormat]:
     if not _is_mapping(turn):
         raise ConversationFormatError(f"expected a turn object, got {describe(turn)}")
     role = turn.get("role")
@@ -188,14 +193,16 @@ def _parse_turn(
     return _message(message_id, _ROLES[role], parts, None), fmt
 
 
-def _text_turn(turn: Mapping[str, Any], role: str, text: str, message_id: str) -> tuple[Message, _TurnFormat]:
-    """The most common turn, ``{"role": ..., "content": "text"}`` (other keys kept as they are)."""
-    message = text_message(message_id, _ROLES[role], text)
+def _text_turn(
+    turn: Mapping[str, Any], role: str, text: str, message_id: str
+) -> tuple[TextTurn, _TurnFormat]:
+    """The most common turn, ``{"role": ..., "content": "text"}`` (other keys kept as they are); its
+    message is built when first needed."""
     extra = {k: v for k, v in turn.items() if k not in _KNOWN_KEYS} if len(turn) > 2 else {}
     fmt = _TurnFormat(role=role, content_kind="text", extra=extra, order=tuple(turn))
     if type(turn) is dict and "tool_call_id" not in turn:  # written back as read while unchanged
-        fmt.raw, fmt.parsed = turn, message
-    return message, fmt
+        fmt.raw = turn
+    return TextTurn(message_id, _ROLES[role], text, fmt), fmt
 
 
 def _message(message_id: str, role: Role, parts: list[dict[str, Any]], text: str | None) -> Message:
@@ -297,18 +304,30 @@ def _parse_tool_turn(
 
 
 def conversation_to_record(
-    conversation: Conversation, messages: list[Message] | None = None
+    conversation: Conversation, messages: Sequence[Message] | None = None
 ) -> dict[str, Any]:
     """Return the chat-format record for ``messages`` (default: the conversation's own).
 
     Signals (``role="signal"``) are hints for the model, not turns, and are left out.
     """
-    turns = [
-        _turn_of(message, conversation.formats.get(message.id))
-        for message in (conversation.messages if messages is None else messages)
-        if message.role != "signal"
-    ]
+    items = conversation.items if messages is None else items_of(messages)
+    formats = conversation.formats
+    if items is None:
+        assert messages is not None
+        turns = [_turn_of(m, formats.get(m.id)) for m in messages if m.role != "signal"]
+    else:
+        turns = [_item_turn(item, formats) for item in items if item.role != "signal"]
     return {**conversation.fields, "messages": turns}
+
+
+def _item_turn(item: Item, formats: dict[str, _TurnFormat]) -> dict[str, Any]:
+    if type(item) is TextTurn:
+        raw = item.fmt.raw
+        if raw is not None and (item.fmt.parsed is None or _as_read(item.fmt.parsed, raw)):
+            return raw  # never built as a message, or built and still as read
+        return _turn_of(item.message(), item.fmt)
+    message: Message = item  # type: ignore[assignment]
+    return _turn_of(message, formats.get(message.id))
 
 
 def _turn_of(message: Message, fmt: _TurnFormat | None) -> dict[str, Any]:

@@ -8,17 +8,20 @@ output phase (``process_output_result``), as they would around a live model call
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from procflow._chat.format import Conversation
+from procflow._chat.turns import TurnView
 from procflow._chat.violations import ViolationCollector, count_rules
+from procflow._cli._direct import DirectPass
 from procflow._cli.loading import LoadedPipeline
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageList
 from procflow._messages.results import OutputResult
 from procflow._messages.tripwire import TripWire, TripwireInfo
-from procflow._runner.context import RunContext
+from procflow._runner.context import RunContext, report_tripwire
 from procflow._runner.pipeline import ProcessorPipeline
 from procflow._runner.runner import PhaseRunner
 from procflow.processors._base import ProcessorViolation
@@ -45,7 +48,7 @@ class Outcome:
         warnings: ``warn``-strategy matches per rule.
     """
 
-    messages: list[Message]
+    messages: Sequence[Message]
     tripwire: TripwireInfo | None = None
     blocked_phase: str | None = None
     violations: list[ProcessorViolation] = field(default_factory=list)
@@ -56,7 +59,7 @@ class Outcome:
 class ConversationProcessor:
     """Runs a loaded pipeline over conversations, one at a time, with fresh state per conversation."""
 
-    __slots__ = ("_collector", "_input", "_output", "phase")
+    __slots__ = ("_collector", "_direct", "_input", "_output", "phase")
 
     def __init__(self, pipeline: LoadedPipeline, *, phase: PhaseMode = "auto") -> None:
         self.phase: PhaseMode = phase
@@ -66,6 +69,7 @@ class ConversationProcessor:
         self._collector.attach(pipeline.processors)
         for processor in pipeline.processors:
             self._collector.attach(nested_processors(processor))
+        self._direct = DirectPass.build(pipeline.input_processors, pipeline.output_processors)
 
     @property
     def unattached(self) -> list[str]:
@@ -74,13 +78,17 @@ class ConversationProcessor:
 
     async def process(self, conversation: Conversation) -> Outcome:
         """Apply the pipeline to ``conversation``; a tripwire marks it blocked instead of raising."""
+        if self._direct is not None:
+            outcome = await self._process_direct(self._direct, conversation)
+            if outcome is not None:
+                return outcome
         ml = MessageList()
         original_order = {m.id: i for i, m in enumerate(conversation.messages)}
         for message in conversation.messages:
             if message.role == "system":
                 ml.add_system(message)
             else:
-                ml.add(message, source=self._source_of(message))
+                ml.add(message, source=self._source_of(message.role))
         ctx = RunContext(message_list=ml)
         self._collector.take()
         tripwire_info: TripwireInfo | None = None
@@ -103,10 +111,33 @@ class ConversationProcessor:
             outcome.redactions, outcome.warnings = count_rules(violations)
         return outcome
 
-    def _source_of(self, message: Message) -> Literal["input", "response"]:
+    async def _process_direct(self, direct: DirectPass, conversation: Conversation) -> Outcome | None:
+        """The bundled processors' pass without the phase runner (see :mod:`procflow._cli._direct`);
+        ``None`` when the phase runner must process the conversation instead."""
+        messages = conversation.items
+        if len({m.id for m in messages}) != len(messages):
+            return None  # the message list would merge turns that share an id
+        sources = [m.role if m.role == "system" else self._source_of(m.role) for m in messages]
+        result = direct.run(messages, sources, inputs=self.phase != "output", outputs=self.phase != "input")
+        if result is None:
+            return None
+        self._collector.take()
+        for processor, detail in result.reports:
+            await processor._report(detail)
+        tripwire, info = result.tripwire, None
+        if tripwire is not None:
+            await report_tripwire(result.blocked_by, result.blocked_by.id, tripwire)
+            info = tripwire.info()
+        violations = self._collector.take()
+        outcome = Outcome(TurnView(result.items), info, result.blocked_phase, violations)
+        if violations:
+            outcome.redactions, outcome.warnings = count_rules(violations)
+        return outcome
+
+    def _source_of(self, role: str) -> Literal["input", "response"]:
         if self.phase == "input":
             return "input"
-        if self.phase == "output" or message.role == "assistant":
+        if self.phase == "output" or role == "assistant":
             return "response"
         return "input"
 

@@ -83,7 +83,7 @@ class UnicodeNormalizer(ProcessorBase):
 
     def normalize(self, text: str) -> str:
         """Return ``text`` normalized with this processor's options."""
-        if self.form is not None:
+        if self.form is not None and not text.isascii():  # ASCII is the same in every normal form
             text = unicodedata.normalize(self.form, text)
         if self.strip_control_chars and _CONTROL.search(text):
             text = self._strip(text)
