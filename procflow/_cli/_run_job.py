@@ -111,21 +111,12 @@ def _run_files(
 FLUSH_EVERY = 0.05
 """Seconds between flushes of the output when the input is a file (see :class:`JsonlWriter`)."""
 
-AUTO_WORKERS_MIN_BYTES = 1 << 20
-"""Without ``--workers``, inputs smaller than this run in one process: starting workers costs more."""
-
 
 def _workers_for(args: argparse.Namespace, source: IO[bytes]) -> int:
     """How many worker processes to use: ``--workers``, or (without it) the cores for a large file."""
-    requested: int | None = getattr(args, "workers", None)
-    if requested is not None:
-        return requested
-    size = input_size(source) if args.input != "-" else None
-    if size is None or size < AUTO_WORKERS_MIN_BYTES:
-        return 1
-    from procflow._scale import cpu_count
+    from procflow._scale._start import workers_for
 
-    return cpu_count()
+    return workers_for(getattr(args, "workers", None), input_size(source) if args.input != "-" else None)
 
 
 def _argument_problem(args: argparse.Namespace) -> tuple[int, str] | None:
