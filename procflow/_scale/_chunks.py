@@ -47,7 +47,9 @@ def iter_chunks(stream: IO[bytes], *, max_line_bytes: int, chunk_bytes: int = CH
     builder = _Builder(max_line_bytes)
     carry = b""  # the start of a line whose newline has not been read yet (at most the limit)
     pushed = b""  # bytes read past an over-long line, still to be cut
-    while block := pushed or read(chunk_bytes):
+    # Read up to a chunk's worth, or as much as the unfinished line holds (a long line is read in
+    # doubling pieces, so it is not copied over and over).
+    while block := pushed or read(max(chunk_bytes - builder.size, len(carry))):
         if not pushed:
             builder.read += len(block)
         pushed = b""
