@@ -94,6 +94,7 @@ def add_parser(subparsers: Any) -> None:
 def _start_workers_early(args: argparse.Namespace) -> None:
     """With workers ahead, start their fork server now: it loads on the other core while this one
     imports the job's machinery (a run that turns out not to need it only wastes that server's start)."""
+    import contextlib
     import os
 
     from procflow._scale._start import start_forkserver, workers_for
@@ -103,7 +104,8 @@ def _start_workers_early(args: argparse.Namespace) -> None:
     except OSError:
         return  # the job says what is wrong with the input
     if workers_for(args.workers, size) > 1:
-        start_forkserver(args.pipeline)
+        with contextlib.suppress(OSError):  # the pool's own start says what went wrong
+            start_forkserver(args.pipeline)
 
 
 def _worker_count(text: str) -> int:
