@@ -155,11 +155,39 @@ def process_chunk(config: WorkerConfig, chunk: Chunk) -> ChunkResult:
 
 
 class _Run:
-    """The run of written lines being gathered: a stream for :class:`JsonlWriter` and the counts."""
+    """The run of written lines being gathered, and how a conversation joins it.
 
-    __slots__ = ("blocked_by", "lines", "parts", "redactions", "warnings")
+    Also the stream its :class:`~procflow._cli.jsonl.JsonlWriter` writes to (the text goes back to the
+    parent with the chunk). Built once per chunk, so that nothing is looked up once per line.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "_config",
+        "_describe",
+        "_format_error",
+        "_processor",
+        "_record_of",
+        "_writer",
+        "blocked_by",
+        "lines",
+        "parts",
+        "redactions",
+        "warnings",
+    )
+
+    def __init__(self, config: WorkerConfig, processor: Any) -> None:
+        from procflow._chat.format import ConversationFormatError
+        from procflow._cli._run_job import record_of
+        from procflow._cli.console import describe_exception
+        from procflow._cli.jsonl import JsonlWriter
+
+        self._config, self._processor = config, processor
+        self._record_of, self._describe, self._format_error = (
+            record_of,
+            describe_exception,
+            ConversationFormatError,
+        )
+        self._writer = JsonlWriter(self)  # type: ignore[arg-type]
         self.reset()
 
     def reset(self) -> None:
@@ -171,10 +199,31 @@ class _Run:
         self.blocked_by: Counter[str] = Counter()
 
     def write(self, text: str) -> None:
+        """Take one output line (from the writer)."""
         self.parts.append(text)
 
     def flush(self) -> None:
         """Nothing to flush: the text goes back to the parent with the chunk."""
+
+    async def add(self, conversation: Any) -> str | None:
+        """Process ``conversation`` and write it into the run, counting it; what went wrong, if anything."""
+        try:
+            outcome = await self._processor.process(conversation)
+        except Exception as exc:
+            return f"processing failed: {self._describe(exc)}"
+        try:
+            self._writer.write(self._record_of(conversation, outcome, keep_blocked=self._config.keep_blocked))
+        except self._format_error as exc:
+            return str(exc.problem)
+        self.lines += 1
+        if outcome.redactions:
+            self.redactions.update(outcome.redactions)
+        if outcome.warnings:
+            self.warnings.update(outcome.warnings)
+        tripwire = outcome.tripwire
+        if tripwire is not None:
+            self.blocked_by[tripwire.processor_id or "unknown"] += 1
+        return None
 
     def close(self, results: ChunkResult) -> None:
         """Append the run to ``results`` (when it has lines) and start a new one."""
@@ -186,11 +235,10 @@ class _Run:
 
 
 async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> ChunkResult:
-    from procflow._cli.jsonl import JsonlWriter, parse_line
+    from procflow._cli.jsonl import parse_line
 
     results: ChunkResult = []
-    run = _Run()
-    writer = JsonlWriter(run)  # type: ignore[arg-type]
+    run = _Run(config, processor)
     too_long = dict(chunk.too_long)
     lines = chunk.data.split(b"\n")
     if chunk.data.endswith(b"\n"):
@@ -205,7 +253,7 @@ async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> 
             conversation, error = parse_line(raw, number)
             if error is None:
                 try:
-                    problem = await _process_into(config, processor, conversation, writer, run)
+                    problem = await run.add(conversation)
                 except KeyboardInterrupt:
                     run.close(results)
                     results.append(Interrupted(number))
@@ -217,33 +265,6 @@ async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> 
             results.append(LineFailed(number, problem))
     run.close(results)
     return results
-
-
-async def _process_into(
-    config: WorkerConfig, processor: Any, conversation: Any, writer: Any, run: _Run
-) -> str | None:
-    """Process one conversation and write it into ``run``, counting it; what went wrong, if anything."""
-    from procflow._chat.format import ConversationFormatError
-    from procflow._cli._run_job import record_of
-    from procflow._cli.console import describe_exception
-
-    try:
-        outcome = await processor.process(conversation)
-    except Exception as exc:
-        return f"processing failed: {describe_exception(exc)}"
-    try:
-        writer.write(record_of(conversation, outcome, keep_blocked=config.keep_blocked))
-    except ConversationFormatError as exc:
-        return exc.problem
-    run.lines += 1
-    if outcome.redactions:
-        run.redactions.update(outcome.redactions)
-    if outcome.warnings:
-        run.warnings.update(outcome.warnings)
-    tripwire = outcome.tripwire
-    if tripwire is not None:
-        run.blocked_by[tripwire.processor_id or "unknown"] += 1
-    return None
 
 
 async def process_one(
