@@ -97,6 +97,27 @@ def test_bad_lines_are_skipped_and_reported_the_same_with_workers(tmp_path: Path
     assert "over the limit of 4,000 bytes" in single[2]["errors"][2]["error"]
 
 
+def test_a_line_longer_than_a_whole_chunk_is_skipped_unread_the_same_with_workers(tmp_path: Path) -> None:
+    """A 300 KB line (several of the parent's read blocks) over a 100 KB limit: same output and report."""
+    lines = [json.dumps(record) for record in generated(400)]
+    lines[250] = json.dumps(chat(("user", "y" * 300_000)))
+    source = tmp_path / "long.jsonl"
+    source.write_text("\n".join(lines), encoding="utf-8")  # and no newline after the last line
+    single, parallel = run_both(tmp_path, source, "--on-error", "skip", "--max-line-size", "100KB")
+    assert single == parallel
+    assert [e["line"] for e in single[2]["errors"]] == [251]
+    assert single[2]["conversations"]["written"] == 399
+
+
+def test_two_workers_read_stdin_as_one_process_does(tmp_path: Path) -> None:
+    """Conversations piped in on stdin, blank lines among them: --workers 2 writes what --workers 1 writes."""
+    text = "\n\n".join(json.dumps(record) for record in generated(500)) + "\n"
+    outputs = [procflow("run", "-", "-q", "--workers", workers, stdin=text) for workers in ("1", "2")]
+    assert [done.returncode for done in outputs] == [0, 0]
+    assert outputs[0].stdout_bytes == outputs[1].stdout_bytes
+    assert len(jsonl(outputs[1].stdout)) == 500
+
+
 def test_the_first_bad_line_stops_workers_where_it_stops_one_process(tmp_path: Path) -> None:
     """--on-error fail: exit 1 at line 11, the ten lines before it written, later chunks' work discarded."""
     single, parallel = run_both(tmp_path, _with_bad_lines(tmp_path), "--max-line-size", "4KB")

@@ -10,12 +10,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from procflow._chat.format import Conversation, ConversationFormatError, conversation_to_record
 from procflow._cli._run_io import input_size, open_input, open_output, report_problem, write_report
@@ -33,14 +31,23 @@ from procflow._cli.console import (
 from procflow._cli.jsonl import JsonlWriter, ReadItem, read_conversations
 from procflow._cli.loading import PipelineLoadError, load_pipeline
 from procflow._cli.processing import RUN_HOOKS, ConversationProcessor, Outcome
-from procflow._cli.summary import RunStats
 from procflow.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    # rich loads with the summary, when a job runs: a worker process imports this module (for
+    # record_of) and has no use for it.
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from procflow._cli.summary import RunStats
 
 __all__ = ["record_of", "run_job"]
 
 
 def run_job(args: argparse.Namespace, console: Console) -> int:
     """Run ``procflow run`` with parsed ``args``; return the exit code."""
+    from procflow._cli.summary import RunStats
+
     try:
         pipeline = load_pipeline(args.pipeline)
         processor = ConversationProcessor(pipeline, phase=args.phase)
@@ -111,21 +118,12 @@ def _run_files(
 FLUSH_EVERY = 0.05
 """Seconds between flushes of the output when the input is a file (see :class:`JsonlWriter`)."""
 
-AUTO_WORKERS_MIN_BYTES = 1 << 20
-"""Without ``--workers``, inputs smaller than this run in one process: starting workers costs more."""
-
 
 def _workers_for(args: argparse.Namespace, source: IO[bytes]) -> int:
     """How many worker processes to use: ``--workers``, or (without it) the cores for a large file."""
-    requested: int | None = getattr(args, "workers", None)
-    if requested is not None:
-        return requested
-    size = input_size(source) if args.input != "-" else None
-    if size is None or size < AUTO_WORKERS_MIN_BYTES:
-        return 1
-    from procflow._scale import cpu_count
+    from procflow._scale._start import workers_for
 
-    return cpu_count()
+    return workers_for(getattr(args, "workers", None), input_size(source) if args.input != "-" else None)
 
 
 def _argument_problem(args: argparse.Namespace) -> tuple[int, str] | None:
@@ -155,6 +153,8 @@ async def _process_all(
     writer: JsonlWriter,
     stats: RunStats,
 ) -> int:
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
     show = console.is_terminal and not args.quiet
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),

@@ -20,6 +20,7 @@ __all__ = [
     "parse_line",
     "read_conversations",
     "read_raw_lines",
+    "too_long_problem",
 ]
 
 
@@ -78,16 +79,20 @@ def read_raw_lines(
             skipped, length = _skip_line(stream)
             offset += skipped
             length += len(raw)
-            error = ConversationFormatError(
-                f"the line is {length:,} bytes, over the limit of {max_line_bytes:,} bytes "
-                "(--max-line-size); it was not parsed",
-                line=number,
-            )
+            error = ConversationFormatError(too_long_problem(length, max_line_bytes), line=number)
             yield number, None, error, offset
             continue
         if not raw.strip():
             continue
         yield number, raw, None, offset
+
+
+def too_long_problem(length: int, limit: int) -> str:
+    """The error of a line of ``length`` bytes (its newline not counted), over the ``limit``."""
+    return (
+        f"the line is {length:,} bytes, over the limit of {limit:,} bytes (--max-line-size); "
+        "it was not parsed"
+    )
 
 
 def _skip_line(stream: IO[bytes]) -> tuple[int, int]:

@@ -6,10 +6,12 @@ import argparse
 from concurrent.futures.process import BrokenProcessPool
 from typing import IO, TYPE_CHECKING
 
+from procflow._scale._chunks import iter_chunks
 from procflow._scale._workers import (
-    LineResult,
+    ChunkResult,
+    Interrupted,
     WorkerConfig,
-    iter_chunks,
+    Written,
     results_as_done,
     results_in_order,
     sigint_deferred,
@@ -44,7 +46,7 @@ def run_with_workers(
 
     config = WorkerConfig(pipeline=args.pipeline, phase=args.phase, keep_blocked=args.keep_blocked)
     chunks = iter_chunks(source, max_line_bytes=args.max_line_size)
-    pool = start_pool(workers)
+    pool = start_pool(workers, pipeline=args.pipeline)
     finished = False
     try:
         with _progress(console, args, source) as progress:
@@ -69,7 +71,7 @@ def run_with_workers(
 
 
 def _consume(
-    args: argparse.Namespace, console: Console, sink: IO[str], stats: RunStats, lines: list[LineResult]
+    args: argparse.Namespace, console: Console, sink: IO[str], stats: RunStats, results: ChunkResult
 ) -> int | None:
     """Write and count one chunk's results, as the single-process run does line by line."""
     from procflow._cli.console import EXIT_FAILED, fail, warn
@@ -77,25 +79,38 @@ def _consume(
     where = "<stdin>" if args.input == "-" else args.input
     with sigint_deferred():
         try:
-            for number, kind, payload in lines:
-                stats.lines += 1
-                if kind == "interrupted":
-                    raise KeyboardInterrupt
-                if kind == "ok":
-                    text, redactions, warnings, blocked_by = payload
-                    sink.write(text)
-                    stats.written += 1
-                    stats.count(redactions, warnings, blocked_by)
+            for result in results:
+                if isinstance(result, Written):
+                    sink.write(result.text)
+                    _count(stats, result)
                     continue
-                stats.errors.append({"line": number, "error": payload})
+                stats.lines += 1
+                if isinstance(result, Interrupted):
+                    raise KeyboardInterrupt
+                number, problem = result.line, result.problem
+                stats.errors.append({"line": number, "error": problem})
                 if args.on_error == "fail":
-                    fail(console, f"{where}:{number}: {payload} (--on-error skip skips bad lines)")
+                    fail(console, f"{where}:{number}: {problem} (--on-error skip skips bad lines)")
                     return EXIT_FAILED
                 stats.skipped += 1
-                warn(console, f"{where}:{number}: {payload}; skipped")
+                warn(console, f"{where}:{number}: {problem}; skipped")
         finally:
             sink.flush()
     return None
+
+
+def _count(stats: RunStats, written: Written) -> None:
+    """Count a run of written lines, as :meth:`RunStats.count` counts them one by one."""
+    stats.lines += written.lines
+    stats.written += written.lines
+    stats.processed += written.lines
+    if written.redactions:
+        stats.redactions.update(written.redactions)
+    if written.warnings:
+        stats.warnings.update(written.warnings)
+    if written.blocked_by:
+        stats.blocked += sum(written.blocked_by.values())
+        stats.blocked_by.update(written.blocked_by)
 
 
 def _done(stats: RunStats) -> str:

@@ -1,12 +1,15 @@
 """``procflow run --workers N``: the input split across worker processes, the output and report merged.
 
-The parent reads raw lines (the ``--max-line-size`` check happens there, so no over-long line is ever
-held or sent), groups them into chunks and hands each chunk to a process pool (``forkserver`` where
-the platform has it, else ``spawn``). Each worker loads the pipeline from its reference once and
-parses, processes and serialises its lines; the parent writes the lines in input order (or as chunks
-finish, with ``--unordered``) and counts them with the same :class:`~procflow._cli.summary.RunStats`
-as a single-process run, so the summary and the report are the same. Workers ignore SIGINT: Ctrl-C
-reaches the parent, which stops the pool; only whole chunks of whole lines are ever written.
+The parent reads the input in blocks of whole lines (:mod:`procflow._scale._chunks`; the
+``--max-line-size`` check happens there, so no over-long line is ever held or sent) and hands each
+chunk to a process pool (``forkserver`` where the platform has it, else ``spawn``). Each worker loads
+the pipeline from its reference once, then parses, processes and serialises a chunk's lines and sends
+back its output as one string with the chunk's counts (:class:`Written`), broken only where a line
+failed (:class:`LineFailed`) or a processor raised KeyboardInterrupt (:class:`Interrupted`). The parent
+writes the chunks in input order (or as they finish, with ``--unordered``) and adds their counts to the
+same :class:`~procflow._cli.summary.RunStats` as a single-process run, so the summary and the report are
+the same. Workers ignore SIGINT: Ctrl-C reaches the parent, which stops the pool; only whole chunks of
+whole lines are ever written.
 """
 
 from __future__ import annotations
@@ -15,37 +18,32 @@ import concurrent.futures as futures
 import contextlib
 import io
 import multiprocessing
-import os
 import signal
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
+from procflow._scale._chunks import Chunk
+from procflow._scale._start import cpu_count, start_forkserver, start_method
+
 __all__ = [
-    "Chunk",
-    "LineResult",
+    "ChunkResult",
+    "Interrupted",
+    "LineFailed",
     "WorkerConfig",
+    "Written",
     "cpu_count",
-    "iter_chunks",
     "process_chunk",
     "process_one",
     "start_pool",
 ]
 
-CHUNK_LINES = 64
-"""Lines per chunk: enough to make the cost of sending a chunk small beside processing it."""
-CHUNK_BYTES = 4 << 20
-"""A chunk is sent early once its lines reach this many bytes."""
 IN_FLIGHT_PER_WORKER = 3
 """Chunks queued per worker: keeps every worker busy while bounding what is held in memory."""
-
-LineResult = tuple[int, Literal["ok", "error", "interrupted"], Any]
-"""``(line, "ok", (json line, redactions, warnings, blocked_by))``, ``(line, "error", problem)`` or
-``(line, "interrupted", None)`` (a processor raised KeyboardInterrupt)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,56 +62,53 @@ class WorkerConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Chunk:
-    """Consecutive input lines: ``(line number, raw bytes or None, size error or None)`` each.
+class Written:
+    """Consecutive lines processed and serialised: their output and their counts.
 
     Attributes:
-        lines: The lines; a line rejected by the size limit has no bytes and its error's text.
-        offset: Input bytes consumed up to the end of the chunk (for the progress bar).
+        text: The output lines, joined.
+        lines: How many lines (each one conversation, written).
+        redactions: Redactions per rule, summed over the lines.
+        warnings: ``warn``-strategy matches per rule, summed.
+        blocked_by: Blocked conversations per processor id.
     """
 
-    lines: list[tuple[int, bytes | None, str | None]]
-    offset: int
+    text: str
+    lines: int
+    redactions: dict[str, int]
+    warnings: dict[str, int]
+    blocked_by: dict[str, int]
 
 
-def cpu_count() -> int:
-    """The number of cores this process may use (its CPU affinity where the platform tells it)."""
-    getter = getattr(os, "process_cpu_count", None)
-    if getter is not None:
-        return int(getter() or 1)
-    with contextlib.suppress(AttributeError, OSError):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
+@dataclass(frozen=True, slots=True)
+class LineFailed:
+    """A line that could not be read, parsed, processed or written: its number and what went wrong."""
+
+    line: int
+    problem: str
 
 
-def iter_chunks(stream: IO[bytes], *, max_line_bytes: int) -> Iterator[Chunk]:
-    """Group the raw lines of ``stream`` into chunks of at most :data:`CHUNK_LINES` lines."""
-    from procflow._cli.jsonl import read_raw_lines
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    """A processor raised KeyboardInterrupt on this line; the chunk's later lines were not processed."""
 
-    lines: list[tuple[int, bytes | None, str | None]] = []
-    size = 0
-    offset = 0
-    for number, raw, error, offset in read_raw_lines(stream, max_line_bytes=max_line_bytes):
-        lines.append((number, raw, None if error is None else error.problem))
-        size += len(raw or b"")
-        if len(lines) >= CHUNK_LINES or size >= CHUNK_BYTES:
-            yield Chunk(lines, offset)
-            lines, size = [], 0
-    if lines:
-        yield Chunk(lines, offset)
+    line: int
 
 
-def start_pool(workers: int) -> futures.ProcessPoolExecutor:
-    """A pool of ``workers`` processes that ignore SIGINT (the parent handles Ctrl-C)."""
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    context = multiprocessing.get_context(method)
+ChunkResult = list[Written | LineFailed | Interrupted]
+"""A chunk's lines in input order: runs of written lines, broken by the lines that failed."""
+
+
+def start_pool(workers: int, *, pipeline: str | None = None) -> futures.ProcessPoolExecutor:
+    """A pool of ``workers`` processes that ignore SIGINT (the parent handles Ctrl-C).
+
+    With ``forkserver``, the server is started here unless :func:`start_forkserver` started it earlier.
+    """
+    method = start_method()
     if method == "forkserver":
-        # The server imports the CLI's machinery once; every worker forked from it starts with it loaded.
-        context.set_forkserver_preload(list(_PRELOAD))
+        start_forkserver(pipeline)
+    context = multiprocessing.get_context(method)
     return futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_sigint)
-
-
-_PRELOAD = ("procflow._scale._workers", "procflow._cli._run_job", "procflow._cli.defaults")
 
 
 def stop_pool(pool: futures.ProcessPoolExecutor) -> None:
@@ -147,7 +142,7 @@ def _ignore_sigint() -> None:
 _PROCESSORS: dict[WorkerConfig, Any] = {}
 
 
-def process_chunk(config: WorkerConfig, chunk: Chunk) -> list[LineResult]:
+def process_chunk(config: WorkerConfig, chunk: Chunk) -> ChunkResult:
     """In a worker: parse, process and serialise every line of ``chunk`` (the pipeline built once)."""
     processor = _PROCESSORS.get(config)
     if processor is None:
@@ -159,24 +154,116 @@ def process_chunk(config: WorkerConfig, chunk: Chunk) -> list[LineResult]:
     return anyio.run(_process_lines, config, processor, chunk)
 
 
-async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> list[LineResult]:
+class _Run:
+    """The run of written lines being gathered, and how a conversation joins it.
+
+    Also the stream its :class:`~procflow._cli.jsonl.JsonlWriter` writes to (the text goes back to the
+    parent with the chunk). Built once per chunk, so that nothing is looked up once per line.
+    """
+
+    __slots__ = (
+        "_config",
+        "_describe",
+        "_format_error",
+        "_processor",
+        "_record_of",
+        "_writer",
+        "blocked_by",
+        "lines",
+        "parts",
+        "redactions",
+        "warnings",
+    )
+
+    def __init__(self, config: WorkerConfig, processor: Any) -> None:
+        from procflow._chat.format import ConversationFormatError
+        from procflow._cli._run_job import record_of
+        from procflow._cli.console import describe_exception
+        from procflow._cli.jsonl import JsonlWriter
+
+        self._config, self._processor = config, processor
+        self._record_of, self._describe, self._format_error = (
+            record_of,
+            describe_exception,
+            ConversationFormatError,
+        )
+        self._writer = JsonlWriter(self)  # type: ignore[arg-type]
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new run."""
+        self.parts: list[str] = []
+        self.lines = 0
+        self.redactions: Counter[str] = Counter()
+        self.warnings: Counter[str] = Counter()
+        self.blocked_by: Counter[str] = Counter()
+
+    def write(self, text: str) -> None:
+        """Take one output line (from the writer)."""
+        self.parts.append(text)
+
+    def flush(self) -> None:
+        """Nothing to flush: the text goes back to the parent with the chunk."""
+
+    async def add(self, conversation: Any) -> str | None:
+        """Process ``conversation`` and write it into the run, counting it; what went wrong, if anything."""
+        try:
+            outcome = await self._processor.process(conversation)
+        except Exception as exc:
+            return f"processing failed: {self._describe(exc)}"
+        try:
+            self._writer.write(self._record_of(conversation, outcome, keep_blocked=self._config.keep_blocked))
+        except self._format_error as exc:
+            return str(exc.problem)
+        self.lines += 1
+        if outcome.redactions:
+            self.redactions.update(outcome.redactions)
+        if outcome.warnings:
+            self.warnings.update(outcome.warnings)
+        tripwire = outcome.tripwire
+        if tripwire is not None:
+            self.blocked_by[tripwire.processor_id or "unknown"] += 1
+        return None
+
+    def close(self, results: ChunkResult) -> None:
+        """Append the run to ``results`` (when it has lines) and start a new one."""
+        if self.lines:
+            text = "".join(self.parts)
+            counts = (dict(self.redactions), dict(self.warnings), dict(self.blocked_by))
+            results.append(Written(text, self.lines, *counts))
+            self.reset()
+
+
+async def _process_lines(config: WorkerConfig, processor: Any, chunk: Chunk) -> ChunkResult:
     from procflow._cli.jsonl import parse_line
 
-    results: list[LineResult] = []
-    for number, raw, problem in chunk.lines:
-        if raw is None:
-            results.append((number, "error", problem))
-            continue
-        conversation, error = parse_line(raw, number)
-        if error is not None:
-            results.append((number, "error", error.problem))
-            continue
-        try:
-            kind, payload = await process_one(config, processor, conversation)
-            results.append((number, kind, payload))
-        except KeyboardInterrupt:
-            results.append((number, "interrupted", None))
-            break
+    results: ChunkResult = []
+    run = _Run(config, processor)
+    too_long = dict(chunk.too_long)
+    lines = chunk.data.split(b"\n")
+    if chunk.data.endswith(b"\n"):
+        lines.pop()
+    for number, raw in enumerate(lines, chunk.start):
+        problem: str | None = None
+        if not raw.strip():
+            problem = too_long.get(number)
+            if problem is None:
+                continue  # a blank line
+        else:
+            conversation, error = parse_line(raw, number)
+            if error is None:
+                try:
+                    problem = await run.add(conversation)
+                except KeyboardInterrupt:
+                    run.close(results)
+                    results.append(Interrupted(number))
+                    return results
+            else:
+                problem = error.problem
+        if problem is not None:
+            run.close(results)
+            results.append(LineFailed(number, problem))
+    run.close(results)
     return results
 
 
@@ -204,9 +291,9 @@ async def process_one(
 
 def results_in_order(
     pool: futures.ProcessPoolExecutor, config: WorkerConfig, chunks: Iterator[Chunk], *, workers: int
-) -> Iterator[tuple[Chunk, list[LineResult]]]:
+) -> Iterator[tuple[Chunk, ChunkResult]]:
     """Each chunk with its results, in input order, keeping a bounded number of chunks in flight."""
-    pending: deque[tuple[Chunk, futures.Future[list[LineResult]]]] = deque()
+    pending: deque[tuple[Chunk, futures.Future[ChunkResult]]] = deque()
     limit = workers * IN_FLIGHT_PER_WORKER
     for chunk in chunks:
         pending.append((chunk, pool.submit(process_chunk, config, chunk)))
@@ -220,9 +307,9 @@ def results_in_order(
 
 def results_as_done(
     pool: futures.ProcessPoolExecutor, config: WorkerConfig, chunks: Iterator[Chunk], *, workers: int
-) -> Iterator[tuple[Chunk, list[LineResult]]]:
+) -> Iterator[tuple[Chunk, ChunkResult]]:
     """Each chunk with its results as soon as it is done (``--unordered``), a bounded number in flight."""
-    pending: dict[futures.Future[list[LineResult]], Chunk] = {}
+    pending: dict[futures.Future[ChunkResult], Chunk] = {}
     limit = workers * IN_FLIGHT_PER_WORKER
     source = iter(chunks)
     exhausted = False
