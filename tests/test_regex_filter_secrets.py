@@ -188,7 +188,7 @@ def test_punycode_email_domains(text: str, expected: str) -> None:
 ADVERSARIAL = {
     "key names": "api key: " * 20,
     "operators": ":=" * 20,
-    "named operators": "secret\" \t:" * 20,
+    "named operators": 'secret" \t:' * 20,
     "prose operators": "Note: 09:45 是 " * 10,
     "password words": "password=" * 10,
     "mot de passe": "mot de passe : " * 10,
