@@ -23,6 +23,10 @@ gateway, each after a short unmeasured warm-up. Two kinds of level, measuring di
   concurrent streams the latency of these rows is queueing for the CPU (Little's law: streams in flight
   / streams per second), which is why they carry no latency budget.
 
+The load generator reads its streams with plain socket reads (:mod:`bench._http_load`), not httpx:
+read through httpx a paced event costs the load generator about what it costs the gateway, and the
+direct baseline at 100 paced streams was then 3.8 s for a 1.2 s stream (the load generator saturated).
+
 For both kinds the gateway's CPU time per stream (user + system of its process over the measured phase,
 divided by the streams done) is the number that says what the gateway itself costs; divided by the
 events per stream it is the cost per event. One gateway process saturates near 1000 / (CPU ms per
@@ -42,7 +46,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,6 +54,7 @@ import anyio
 import httpx
 
 from bench._harness import Row
+from bench._http_load import LoadConnection
 
 Kind = Literal["paced", "saturation"]
 
@@ -83,10 +88,6 @@ class Pace:
 PACE = {"full": Pace(first_delay=0.4, delay=0.015, chunk_size=4), "tiny": Pace(0.02, 0.002, 4)}
 """The paced upstream: one token (4 characters) every 15 ms after 0.4 s, like OpenAI's fast models (see
 the module docstring); ``tiny`` (the test suite's smoke run) only checks that the code runs."""
-
-STREAMS_PER_CLIENT = 25
-"""Load-generator streams per ``httpx.AsyncClient``: httpcore's pool does work per connection it holds on
-every request, so one client for 200 streams would make the load generator the bottleneck."""
 
 BUDGET_MS = 5.0
 """DESIGN §7: added p99 latency at 200 concurrent streams."""
@@ -149,48 +150,60 @@ async def _wait_healthy(client: httpx.AsyncClient, url: str) -> None:
 
 
 async def _load(
-    clients: list[httpx.AsyncClient], url: str, body: dict[str, object], concurrency: int, seconds: float
+    url: str, body: dict[str, object], concurrency: int, seconds: float
 ) -> tuple[list[float], Counter[str], int]:
     """Keep ``concurrency`` streams going for ``seconds``: per-stream latencies, errors by kind, and the
     events in one stream.
 
-    An error's kind is the exception chain (type and message), the HTTP status and the start of the
-    body, the error event a 200 stream carried, or ``"no [DONE]"`` for a stream cut short: a run says
-    *what* failed, not just how often.
+    Each stream has its own keep-alive connection (:class:`~bench._http_load.LoadConnection`). An
+    error's kind is the exception chain (type and message), the HTTP status and the start of the body,
+    the error event a 200 stream carried, or ``"no [DONE]"`` for a stream cut short: a run says *what*
+    failed, not just how often.
     """
     latencies: list[float] = []
     errors: Counter[str] = Counter()
     events = 0
     deadline = time.perf_counter() + seconds
 
-    async def worker(client: httpx.AsyncClient) -> None:
+    async def worker() -> None:
         nonlocal events
-        while time.perf_counter() < deadline:
-            started = time.perf_counter()
-            try:
-                async with client.stream("POST", url, json=body) as response:
-                    text = await response.aread()
-            except httpx.HTTPError as exc:
-                errors[_error_kind(exc)] += 1
-                continue
-            if response.status_code != 200:
-                errors[f"HTTP {response.status_code}: {text[:120].decode(errors='replace')}"] += 1
-            elif (at := text.find(b'data: {"error"')) >= 0:
-                errors[f"error event: {text[at + 6 : at + 166].decode(errors='replace')}"] += 1
-            elif not text.rstrip().endswith(b"[DONE]"):
-                errors[f"no [DONE]: ...{text[-120:].decode(errors='replace')}"] += 1
-            else:
-                latencies.append(time.perf_counter() - started)
-                events = text.count(b"data: ")
+        connection = LoadConnection(url, body)
+        try:
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                try:
+                    with anyio.fail_after(60):
+                        answer = await connection.send()
+                except (
+                    OSError,
+                    TimeoutError,
+                    ValueError,
+                    anyio.EndOfStream,
+                    anyio.BrokenResourceError,
+                ) as exc:
+                    errors[_error_kind(exc)] += 1
+                    continue
+                text = answer.body
+                if answer.status != 200:
+                    errors[f"HTTP {answer.status}: {text[:120].decode(errors='replace')}"] += 1
+                elif (at := text.find(b'data: {"error"')) >= 0:
+                    errors[f"error event: {text[at + 6 : at + 166].decode(errors='replace')}"] += 1
+                elif not text.rstrip().endswith(b"[DONE]"):
+                    errors[f"no [DONE]: ...{text[-120:].decode(errors='replace')}"] += 1
+                else:
+                    latencies.append(time.perf_counter() - started)
+                    events = text.count(b"data: ")
+        finally:
+            await connection.aclose()
 
     async with anyio.create_task_group() as group:
-        for i in range(concurrency):
-            group.start_soon(worker, clients[i % len(clients)])
+        for _ in range(concurrency):
+            group.start_soon(worker)
     return latencies, errors, events
 
 
 def _error_kind(exc: BaseException) -> str:
-    """The exception and what caused it (httpx's transport errors wrap the socket's), without the URL."""
+    """The exception and what caused it, without the URL."""
     parts = []
     cause: BaseException | None = exc
     while cause is not None and len(parts) < 4:
@@ -234,7 +247,6 @@ class _Phase:
 
 
 async def _phase(
-    clients: list[httpx.AsyncClient],
     url: str,
     body: dict[str, object],
     level: tuple[int, float],
@@ -242,9 +254,9 @@ async def _phase(
     pid: int,
 ) -> _Phase:
     concurrency, seconds = level
-    _, errors, _ = await _load(clients, url, body, concurrency, warmup)
+    _, errors, _ = await _load(url, body, concurrency, warmup)
     before, started = _cpu_seconds(pid), time.perf_counter()
-    latencies, measured, events = await _load(clients, url, body, concurrency, seconds)
+    latencies, measured, events = await _load(url, body, concurrency, seconds)
     # The phase lasts until its last stream ends (a paced stream started just before the deadline too).
     after, ended = _cpu_seconds(pid), time.perf_counter()
     cpu = None if before is None or after is None else after - before
@@ -267,17 +279,10 @@ async def _level(setup: _Setup, kind: Kind, concurrency: int, seconds: float) ->
         "stream": True,
         "messages": [{"role": "user", "content": question}],
     }
-    async with AsyncExitStack() as stack:
-        clients = []
-        for _ in range(-(-concurrency // STREAMS_PER_CLIENT)):
-            limits = httpx.Limits(
-                max_connections=STREAMS_PER_CLIENT, max_keepalive_connections=STREAMS_PER_CLIENT
-            )
-            clients.append(await stack.enter_async_context(httpx.AsyncClient(limits=limits, timeout=60)))
-        upstream = setup.upstream_url + "/chat/completions"
-        level = (concurrency, seconds)
-        direct = await _phase(clients, upstream, body, level, setup.warmup, setup.upstream_pid)
-        through = await _phase(clients, setup.gateway_url, body, level, setup.warmup, setup.gateway_pid)
+    upstream = setup.upstream_url + "/chat/completions"
+    level = (concurrency, seconds)
+    direct = await _phase(upstream, body, level, setup.warmup, setup.upstream_pid)
+    through = await _phase(setup.gateway_url, body, level, setup.warmup, setup.gateway_pid)
     if kind == "paced":
         return _paced_rows(f"paced, {concurrency} streams open × {seconds:g} s", concurrency, direct, through)
     return _saturation_rows(f"saturation (unpaced), {concurrency} streams × {seconds:g} s", direct, through)
