@@ -66,3 +66,29 @@ def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str], extra: list[str]
     os.environ.pop("PROCFLOW_TEST_UNSET_VARIABLE", None)
     assert main(["serve", "--upstream", "ollama/llama3.2", *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_serve_moves_startup_objects_out_of_the_collectors_reach(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before serving, the command freezes what startup made and collects the young generation rarely."""
+    import gc
+
+    import uvicorn
+
+    from procflow._cli.serve_command import GC_THRESHOLD
+
+    seen: list[tuple[int, int]] = []
+    monkeypatch.setattr(
+        uvicorn, "run", lambda *a, **k: seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+    )
+    threshold = gc.get_threshold()
+    try:
+        with FakeProviderServer() as upstream:
+            code = main(["serve", "--upstream", upstream.base_url, "--port", str(free_port())])
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+    assert code == 0
+    assert len(seen) == 1
+    frozen, young = seen[0]
+    assert frozen > 1000
+    assert young == GC_THRESHOLD

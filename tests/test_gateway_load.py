@@ -1,4 +1,5 @@
-"""The gateway under concurrent load: idle connections outlive the clients', upstream calls never queue."""
+"""The gateway under concurrent load: idle connections outlive the clients', upstream calls never queue,
+and the upstream's connections are spread over small pools."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import httpx
 import pytest
 
 from procflow.models import ModelRequest, OpenAICompatibleModel, PromptMessage, PromptText
-from procflow.server import GatewayConfig, create_app
+from procflow.server import GatewayConfig, create_app, resolve_upstream
 from procflow.server import serve_in_background as serving
+from procflow.server._upstream import ShardedTransport
 from procflow.testing import FakeProviderServer, FakeReply
 
 CLIENT_KEEP_ALIVE = httpx.Limits().keepalive_expiry or 5.0
@@ -59,6 +61,15 @@ async def test_one_model_holds_more_streams_open_than_httpx_pools_by_default() -
     connections the 101st stream would wait until another one ended (here: forever).
     """
     streams = 150
+    async with FakeProviderServer([FakeReply(text="Hello there")] * streams) as server:
+        async with OpenAICompatibleModel("m", base_url=server.base_url) as model:
+            texts = await _hold_streams_open(model, streams)
+        assert server.connections == streams
+    assert texts == ["Hello there"] * streams
+
+
+async def _hold_streams_open(model: OpenAICompatibleModel, streams: int) -> list[str]:
+    """Open ``streams`` streams on ``model`` at once, each held until all have started; their texts."""
     request = ModelRequest(prompt=[PromptMessage(role="user", content=[PromptText(text="Hi")])])
     started = 0
     all_started = anyio.Event()
@@ -81,11 +92,46 @@ async def test_one_model_holds_more_streams_open_than_httpx_pools_by_default() -
             await chunks.aclose()
         texts.append("".join(parts))
 
-    async with FakeProviderServer([FakeReply(text="Hello there")] * streams) as server:
-        async with OpenAICompatibleModel("m", base_url=server.base_url) as model:
-            with anyio.fail_after(30):
-                async with anyio.create_task_group() as group:
-                    for _ in range(streams):
-                        group.start_soon(one, model)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            for _ in range(streams):
+                group.start_soon(one, model)
+    return texts
+
+
+async def test_the_gateways_upstream_spreads_concurrent_streams_over_small_pools() -> None:
+    """150 streams open at once on the upstream model `procflow serve` builds all start, in pools of 16.
+
+    httpcore's pool does work for every connection it holds on each request (and part of it for every
+    pair of idle ones), which at 200 concurrent streams was most of the gateway's CPU time.
+    """
+    streams = 150
+    async with FakeProviderServer([FakeReply(text="Hello there")] * (streams + 3)) as server:
+        model = resolve_upstream(server.base_url, model="m")
+        assert isinstance(model, OpenAICompatibleModel)
+        async with model:
+            texts = await _hold_streams_open(model, streams)
+            assert server.connections == streams
+            for _ in range(3):  # one at a time: the first pool's idle connection is reused each time
+                assert await _hold_streams_open(model, 1) == ["Hello there"]
         assert server.connections == streams
     assert texts == ["Hello there"] * streams
+
+
+async def test_a_sharded_transport_keeps_each_pool_within_its_size() -> None:
+    """Requests in flight never exceed a pool's size; closed responses free their slot."""
+    transport = ShardedTransport(shard_connections=4)
+    async with (
+        FakeProviderServer([FakeReply(text="Hi")] * 10) as server,
+        httpx.AsyncClient(transport=transport) as client,
+    ):
+        url = server.base_url + "/chat/completions"
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+        responses = [
+            await client.send(client.build_request("POST", url, json=body), stream=True) for _ in range(10)
+        ]
+        assert transport.in_flight == [4, 4, 2]
+        for response in responses:
+            assert b"[DONE]" in await response.aread()
+            await response.aclose()
+        assert transport.in_flight == [0, 0, 0]

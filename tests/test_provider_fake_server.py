@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import anyio
 import httpx
 import pytest
 
@@ -63,3 +66,21 @@ def test_url_before_start_is_a_clear_error() -> None:
     """Asking a stopped server for its URL says how to start it."""
     with pytest.raises(RuntimeError, match="not started"):
         _ = FakeProviderServer().url
+
+
+async def test_a_paced_stream_waits_first_delay_then_delay_between_events() -> None:
+    """``first_delay`` holds the answer back once (time to first token), ``delay`` spaces each event."""
+    reply = FakeReply(text="abcdefgh", chunk_size=4, first_delay=0.2, delay=0.05)
+    async with FakeProviderServer([reply]) as server, httpx.AsyncClient() as client:
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "ping"}]}
+        started = anyio.current_time()
+        arrivals: list[float] = []
+        async with client.stream("POST", server.base_url + "/chat/completions", json=body) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: {"):
+                    choices = json.loads(line[6:])["choices"]
+                    if choices and choices[0]["delta"].get("content"):
+                        arrivals.append(anyio.current_time() - started)
+    assert len(arrivals) == 2
+    assert arrivals[0] >= 0.2 + 0.05  # the first delay, then one event delay
+    assert arrivals[1] - arrivals[0] >= 0.05 * 0.9  # timer granularity

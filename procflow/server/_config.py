@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from procflow.errors import ConfigurationError
 from procflow.models import LanguageModel, OpenAICompatibleModel, resolve_model
+from procflow.server._upstream import upstream_transport
 
 __all__ = ["GatewayConfig", "TripwireResponse", "load_api_keys", "resolve_upstream"]
 
@@ -97,14 +98,22 @@ def resolve_upstream(upstream: str, *, model: str | None = None, api_key: str | 
             an OpenAI-compatible server (``http://127.0.0.1:8080/v1``).
         model: With a URL, the model id to ask the server for (default: ``default``).
         api_key: With a URL, the key to send upstream.
+
+    The model sends through many small connection pools rather than one large one (httpcore's pool does
+    work per connection it holds on every request), so its cost per request stays flat up to hundreds of
+    concurrent streams.
     """
     if upstream.startswith(("http://", "https://")):
         return OpenAICompatibleModel(
-            model or "default", base_url=upstream, api_key=api_key, provider="openai-compatible"
+            model or "default",
+            base_url=upstream,
+            api_key=api_key,
+            provider="openai-compatible",
+            transport=upstream_transport(),
         )
     if model is not None:
         raise ConfigurationError("--upstream-model is only for a URL upstream; a model id already names it")
-    return resolve_model(upstream)
+    return resolve_model(upstream, transport=upstream_transport())
 
 
 def load_api_keys(*, file: str | os.PathLike[str] | None = None, env: str | None = None) -> frozenset[str]:

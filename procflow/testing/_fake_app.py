@@ -116,8 +116,9 @@ class FakeProviderApp:
             await _send_json(send, 404, body, {})
             return
         reply = self._next_reply(request)
-        if reply.delay:
-            await anyio.sleep(reply.delay)
+        wait = reply.delay if reply.first_delay is None else reply.first_delay
+        if wait:
+            await anyio.sleep(wait)
         payload = request.json if isinstance(request.json, dict) else {}
         if reply.body is not None:
             await _send_json(send, reply.status, reply.body, reply.headers)

@@ -35,6 +35,8 @@ class FakeReply:
         body: A raw body sent as is with ``status`` (for malformed or unusual answers), as
             ``application/json`` unless ``headers`` set a ``Content-Type``.
         delay: Seconds to wait before answering and between streamed events.
+        first_delay: Seconds to wait before answering instead of ``delay`` (a model's time to the
+            first token, then ``delay`` between events); ``None`` waits ``delay``.
         break_after: Drop the connection after this many content events of a stream.
         malformed_after: Send an event that is not JSON after this many content events.
         error_after: Send the provider's in-stream error event after this many content events.
@@ -55,6 +57,7 @@ class FakeReply:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: str | None = None
     delay: float = 0.0
+    first_delay: float | None = None
     break_after: int | None = None
     malformed_after: int | None = None
     error_after: int | None = None
