@@ -2,11 +2,11 @@
 
 httpcore's connection pool does work for every connection it holds on every request and every response
 close (each idle connection's socket is polled for a server-side close, and for each idle one the whole
-list is counted again), so with one pool for 200 concurrent streams that bookkeeping was over half of
-the gateway's CPU time. :class:`ShardedTransport` spreads requests over pools of at most
-:data:`SHARD_CONNECTIONS` connections each, making a new pool when every one is full, so the work per
-request stays that of a small pool however many streams are open. Sequential requests keep using the
-first pool, and so their one connection.
+list is counted again): with 200 idle connections in one pool a request cost 13.6 ms of CPU, against
+4.3 ms with small pools (measured in one process). :class:`ShardedTransport` spreads requests over
+pools of at most :data:`SHARD_CONNECTIONS` connections each, making a new pool when every one is full,
+so the work per request stays that of a small pool however many streams are open. Sequential
+requests keep using the first pool, and so their one connection.
 """
 
 from __future__ import annotations
