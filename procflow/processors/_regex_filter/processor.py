@@ -175,17 +175,7 @@ class RegexFilterProcessor:
         )
 
     def _find(self, text: str) -> list[Hit]:
-        rules = self._every_text
-        if rules is None:
-            rules = self._needles.select(text)[0]
-        if not rules:
-            return []
-        if len(rules) == 1:
-            return scan_final(rules[0], text, 0)
-        hits: list[Hit] = []
-        for rule in rules:
-            hits.extend(scan_final(rule, text, 0))
-        return hits
+        return self._scan(self._rules_for(text), text)
 
     def _rules_for(self, text: str) -> list[CompiledRule]:
         """The rules that may match in ``text``: those with a needle in it, and every custom rule."""
