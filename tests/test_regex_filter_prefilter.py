@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 from procflow.processors import RegexFilterProcessor
 from procflow.processors._regex_filter.match import _CONTEXT_REACH
 from procflow.processors._regex_filter.presets import _AWS_TAILS, _SEPARATORS, DIGIT_CHAIN, first_trigger
-from procflow.processors._regex_filter.secrets import _VALUE, KEY_NAME_BEFORE, SECRETS
+from procflow.processors._regex_filter.secrets import (
+    _AWS_SECRET_NAME_WORDS,
+    _KEY_NAMES,
+    _NAME_END,
+    _PASSWORD_NAMES,
+    _SECRET_NAMES,
+    _VALUE,
+    KEY_NAME_BEFORE,
+    SECRETS,
+)
 from procflow.processors._regex_filter.stream import _BREAK, _last_word
 
 _AT_START = re.compile(
@@ -112,19 +121,25 @@ _ASSIGNMENT_PIECES = [
 
 _AS_BEFORE = regex.compile(r"[:=：是](?:(?<=:)=|(?<==)>)?[ \t]{0,3}[\"']?(?P<value>" + _VALUE + r"++={0,3})")
 """The reference: the ``key = value`` search before its look-behind, every operator a candidate."""
+_GATE = regex.compile(
+    "(?r)(?i:"
+    + "|".join((_KEY_NAMES, _SECRET_NAMES, _PASSWORD_NAMES, _AWS_SECRET_NAME_WORDS))
+    + ")"
+    + _NAME_END
+)
+"""The check that rejected those candidates afterwards: a key name of any reading right before it."""
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_ASSIGNMENT_PIECES), max_size=14).map("".join))
 def test_the_assignment_search_finds_exactly_the_candidates_its_gate_accepts(text: str) -> None:
-    """The look-behind for a key name drops just the operators the gate would reject, so the
+    """The look-behind for a key name drops just the operators the former gate rejected, so the
     matches left are the same spans as before and no accepted candidate is lost."""
     rule = SECRETS[0]
-    gate = regex.compile("(?r)" + (rule.gate or ""))
     expected = [
         match.span()
         for match in _overlapping(_AS_BEFORE, text)
-        if gate.search(text, max(0, match.start() - _CONTEXT_REACH), match.start()) is not None
+        if _GATE.search(text, max(0, match.start() - _CONTEXT_REACH), match.start()) is not None
     ]
     assert [match.span() for match in _overlapping(regex.compile(rule.pattern), text)] == expected
 

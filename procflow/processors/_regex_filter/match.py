@@ -85,10 +85,6 @@ def _fullmatch(rule: CompiledRule, text: str) -> Any:
 
 
 def _accept(rule: CompiledRule, text: str, match: Any) -> Hit | None:
-    if rule.gate is not None:
-        begin = match.start()
-        if rule.gate.search(text, max(0, begin - _CONTEXT_REACH), begin) is None:
-            return None
     for variant in rule.variants:
         hit = _accept_as(variant, text, match)
         if hit is not None:

@@ -50,8 +50,6 @@ class PresetPattern:
             pattern that matches — anchored at the end of the text — a suffix holding every such match.
         variants: Other readings of the same match, tried first (their ``pattern`` is unused): one
             search serves several rules that share a shape, such as the ``key = value`` forms.
-        gate: Like ``context``, checked before any reading: the union of the readings' contexts, so a
-            candidate none of them accepts costs one search.
     """
 
     rule: str
@@ -66,7 +64,6 @@ class PresetPattern:
     max_hold: int = 128
     tail: str | SuffixChars | None = None
     variants: tuple[PresetPattern, ...] = ()
-    gate: str | None = None
 
 
 DIGITS = "0-9"

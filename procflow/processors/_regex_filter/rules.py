@@ -90,7 +90,6 @@ class CompiledRule:
     tail: Any = None
     partial_tail: bool = False
     variants: tuple[CompiledRule, ...] = ()
-    gate: Any = None
     quick: bool = False
     """A built-in pattern whose matches in progress are found by its tail (or the last word): a
     stream may skip it after one plain search that finds nothing."""
@@ -269,7 +268,6 @@ def compile_preset(preset: PresetPattern, order: int) -> CompiledRule:
         tail=suffix,
         partial_tail=preset.tail == PARTIAL,
         variants=tuple(_variant(v, order) for v in preset.variants),
-        gate=regex.compile("(?r)" + preset.gate) if preset.gate else None,
         quick=preset.tail != PARTIAL,
     )
 

@@ -70,12 +70,13 @@ _NAMED = (
     + "|".join((_KEY_NAMES, _SECRET_NAMES, _PASSWORD_NAMES, _AWS_SECRET_NAME_WORDS))
     + r")[\"']?[ \t]{0,3}"
 )
-"""Any key name the ``key = value`` forms accept, then what may stand between it and the operator."""
+"""Any key name the ``key = value`` forms accept, then what may stand between it and the operator:
+every reading's ``context`` names one of them."""
 _OPERATOR_AHEAD = r"[:=：是](?<=" + _NAMED + r"[:=：是])(?:(?<=:)=|(?<==)>)?"
 """The operators for a forward search, led by a character class (the engine skips to the next
 candidate character instead of trying three alternatives at every position), then a look-behind for a
 key name: prose is full of operators (``09:45``, ``Note:``, ``年费是``), and each would otherwise be a
-candidate that only the gate rejects, after a stream has held text back for it."""
+candidate that every reading rejects, after a stream has held text back for it."""
 ASSIGNMENT_OPERATORS = (":", "=", "：", "是")
 """The ``key = value`` search's needles: the first character of each of its operators."""
 KEY_NAME_BEFORE = regex.compile(r"(?<=" + _NAMED + r")")
@@ -284,7 +285,6 @@ SECRETS = (
         validate=assigned_ok,
         trim=trim_key,
         context=r"(?<![A-Za-z0-9])(?i:" + _KEY_NAMES + r")" + _NAME_END,
-        gate=_NAMED + r"\Z",
         needles=ASSIGNMENT_OPERATORS,
         max_hold=1024,
         tail=_ASSIGNED_TAIL,
