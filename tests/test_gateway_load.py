@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import select
 import socket
+import ssl
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import httpx
@@ -135,3 +137,30 @@ async def test_a_sharded_transport_keeps_each_pool_within_its_size() -> None:
             assert b"[DONE]" in await response.aread()
             await response.aclose()
         assert transport.in_flight == [0, 0, 0]
+
+
+async def test_new_pools_reuse_the_transports_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pools made while streams arrive load no certificate store (58 ms each, on the event loop)."""
+    transport = ShardedTransport(shard_connections=2)
+    made: list[ssl.SSLContext] = []
+    real = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    async with (
+        FakeProviderServer([FakeReply(text="Hi")] * 6) as server,
+        httpx.AsyncClient(transport=transport) as client,
+    ):
+        url = server.base_url + "/chat/completions"
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+        responses = [
+            await client.send(client.build_request("POST", url, json=body), stream=True) for _ in range(6)
+        ]
+        assert transport.in_flight == [2, 2, 2]
+        for response in responses:
+            assert b"[DONE]" in await response.aread()
+            await response.aclose()
+    assert made == []
