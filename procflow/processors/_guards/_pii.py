@@ -10,22 +10,36 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from procflow._messages import Message
-from procflow.processors._args import ProcessInputArgs
+from procflow._messages.parts import ToolInvocationPart
+from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, ProcessInputStepResult
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
+    judge_tool_results,
     message_texts,
     rewrite_texts,
     rewrite_tool_strings,
     tool_strings,
     user_facing,
+    withheld,
 )
 from procflow.processors._guards._windows import SentenceHolding
+from procflow.processors._regex_filter.tool_args import map_strings
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
 
-__all__ = ["DEFAULT_PII_TYPES", "PIIDetector", "PIIEntity", "PIIVerdict", "redact_values"]
+__all__ = [
+    "DEFAULT_PII_TYPES",
+    "WITHHELD_PII_RESULT",
+    "PIIDetector",
+    "PIIEntity",
+    "PIIVerdict",
+    "redact_values",
+]
+
+WITHHELD_PII_RESULT = "[tool result withheld: it holds personal data]"
+"""What the model reads instead of a tool result with personal data, with ``strategy="filter"``."""
 
 DEFAULT_PII_TYPES: tuple[str, ...] = (
     "email",
@@ -135,7 +149,9 @@ class PIIDetector(SentenceHolding, GuardBase):
     characters): each sentence is judged whole before any of it is released, so no value the judge
     flags is ever emitted in clear, whatever the chunking. Reasoning deltas are held the same way, and
     the strings inside tool calls, tool results and ``data-*`` chunks are judged one by one (with
-    ``redact``, a tool is handed the redacted arguments).
+    ``redact``, a tool is handed the redacted arguments). As an input processor it also judges the
+    results of the tools run during the call, before the next model call reads them
+    (:meth:`process_input_step`).
 
     Args:
         model: The judge model (see :class:`GuardBase`).
@@ -249,3 +265,32 @@ class PIIDetector(SentenceHolding, GuardBase):
                 rewritten = rewrite_texts(message, lookup) if texts else message
                 out.append(rewrite_tool_strings(rewritten, lookup))
         return out
+
+    async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
+        """Judge the results of the tools run during this call, each once, before the model reads them.
+
+        A looked-up customer record is new text the next model call sends to the provider. Each of the
+        result's strings is judged: ``redact`` rewrites them, ``block`` stops the run before that call,
+        ``warn`` reports, and ``filter`` replaces the result with :data:`WITHHELD_PII_RESULT` (the call
+        stays, so the model knows the tool ran). Tool results in the input are ``process_input``'s.
+        """
+        return await judge_tool_results(args, partial(self._judge_result, args))
+
+    async def _judge_result(
+        self, args: Any, part: ToolInvocationPart, strings: list[str]
+    ) -> ToolInvocationPart:
+        results: dict[str, str] = {}
+        for text in strings:
+            new = await self._apply(text, args)
+            if new is None:
+                return withheld(part, WITHHELD_PII_RESULT)
+            if new != text:
+                results[text] = new
+        if not results:
+            return part
+
+        def change(text: str, _path: Any) -> str | None:
+            return results.get(text)
+
+        update = {name: map_strings(getattr(part, name), change) for name in ("result", "model_output")}
+        return part.model_copy(update=update)
