@@ -134,13 +134,15 @@ async def test_warn_reports_and_the_model_reads_the_result(lang: str) -> None:
     assert len(reports) == 1 and reports[0].detail["tool_name"] == "fetch_page"
 
 
-async def test_each_result_is_judged_once_and_clean_ones_pass_unchanged() -> None:
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_each_result_is_judged_once_and_clean_ones_pass_unchanged(shape: str) -> None:
     """Three model calls after two tool steps: the user message and each of the two results, once."""
     judge = scripted_judge()
     model = _model(
         ("fetch_page", {"lang": "fr", "clean": True}), ("fetch_page", {"lang": "zh", "clean": True})
     )
-    agent = Agent(id="a", model=model, tools=[fetch_page], input_processors=[_guard(model=judge)])
+    guards = listed(shape, lambda: [_guard(model=judge)])
+    agent = Agent(id="a", model=model, tools=[fetch_page], input_processors=guards)
     result = await agent.generate("When are you open?")
     assert result.tripwire is None and len(model.requests) == 3
     assert CLEAN["fr"] in _read_by_model(model) and CLEAN["zh"] in _read_by_model(model)
