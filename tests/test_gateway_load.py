@@ -120,23 +120,29 @@ async def test_the_gateways_upstream_spreads_concurrent_streams_over_small_pools
     assert texts == ["Hello there"] * streams
 
 
-async def test_a_sharded_transport_keeps_each_pool_within_its_size() -> None:
-    """Requests in flight never exceed a pool's size; closed responses free their slot."""
-    transport = ShardedTransport(shard_connections=4)
+async def _in_flight_while_open(transport: ShardedTransport, streams: int) -> tuple[list[int], list[int]]:
+    """Open ``streams`` streamed requests at once through ``transport``, then read and close them:
+    its requests in flight per pool while they are open, and after."""
     async with (
-        FakeProviderServer([FakeReply(text="Hi")] * 10) as server,
+        FakeProviderServer([FakeReply(text="Hi")] * streams) as server,
         httpx.AsyncClient(transport=transport) as client,
     ):
         url = server.base_url + "/chat/completions"
         body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
         responses = [
-            await client.send(client.build_request("POST", url, json=body), stream=True) for _ in range(10)
+            await client.send(client.build_request("POST", url, json=body), stream=True)
+            for _ in range(streams)
         ]
-        assert transport.in_flight == [4, 4, 2]
+        open_ = transport.in_flight
         for response in responses:
             assert b"[DONE]" in await response.aread()
             await response.aclose()
-        assert transport.in_flight == [0, 0, 0]
+        return open_, transport.in_flight
+
+
+async def test_a_sharded_transport_keeps_each_pool_within_its_size() -> None:
+    """Requests in flight never exceed a pool's size; closed responses free their slot."""
+    assert await _in_flight_while_open(ShardedTransport(shard_connections=4), 10) == ([4, 4, 2], [0, 0, 0])
 
 
 async def test_new_pools_reuse_the_transports_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,17 +156,5 @@ async def test_new_pools_reuse_the_transports_tls_context(monkeypatch: pytest.Mo
         return made[-1]
 
     monkeypatch.setattr(ssl, "create_default_context", counted)
-    async with (
-        FakeProviderServer([FakeReply(text="Hi")] * 6) as server,
-        httpx.AsyncClient(transport=transport) as client,
-    ):
-        url = server.base_url + "/chat/completions"
-        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
-        responses = [
-            await client.send(client.build_request("POST", url, json=body), stream=True) for _ in range(6)
-        ]
-        assert transport.in_flight == [2, 2, 2]
-        for response in responses:
-            assert b"[DONE]" in await response.aread()
-            await response.aclose()
+    assert await _in_flight_while_open(transport, 6) == ([2, 2, 2], [0, 0, 0])
     assert made == []

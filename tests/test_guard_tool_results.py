@@ -22,6 +22,7 @@ from procflow.processors import (
     PIIDetector,
     ProcessorViolation,
     PromptInjectionDetector,
+    RegexFilterProcessor,
     StreamErrorRetryProcessor,
 )
 from procflow.processors._guards._pii import WITHHELD_PII_RESULT
@@ -258,3 +259,82 @@ async def test_an_input_pii_guard_blocks_withholds_or_reports_a_tool_result(stra
         assert leaks(read) == [] and WITHHELD_PII_RESULT in read
     else:
         assert leaks(read) != []
+
+
+SECRETS = {
+    "en": ("Contact John Smith at john.smith@example.com today.", "john.smith@example.com"),
+    "fr": ("Écrivez à Marie Dupont : marie.dupont@example.fr merci.", "marie.dupont@example.fr"),
+    "es": ("Llame a José García al +34 612 345 678 por favor.", "+34 612 345 678"),
+    "zh": ("部署令牌是sk-proj-4fT9qLm2Xw8ZrB7nKd3Vh6JsQ1，请勿外传。", "sk-proj-4fT9qLm2Xw8ZrB7nKd3Vh6JsQ1"),
+}
+AWS_KEY = "AKIAZ7Q3K9XW2M4T6PLB"
+
+
+@tool
+async def read_config(lang: str) -> dict[str, Any]:
+    """Read the deployment notes: a secret in the text and an access key nested below."""
+    return {"notes": SECRETS[lang][0], "aws": {"keys": [AWS_KEY]}}
+
+
+def _regex(strategy: str = "redact", **options: Any) -> RegexFilterProcessor:
+    return RegexFilterProcessor(presets=["pii", "secrets"], strategy=strategy, **options)  # type: ignore[arg-type]
+
+
+def _regex_list() -> list[Any]:
+    return [_regex()]
+
+
+@pytest.mark.parametrize("mode", ["generate", "stream"])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("lang", sorted(SECRETS))
+async def test_an_input_regex_filter_redacts_a_tool_result_before_the_model_reads_it(
+    lang: str, shape: str, mode: str
+) -> None:
+    model = _model(("read_config", {"lang": lang}))
+    agent = Agent(id="a", model=model, tools=[read_config], input_processors=listed(shape, _regex_list))
+    outcome = await _run(agent, mode)
+    assert outcome.tripwire is None and len(model.requests) == 2
+    read = _read_by_model(model)
+    assert SECRETS[lang][1] not in read and AWS_KEY not in read
+    assert (
+        "[AWS_KEY]" in read
+        and {"en": "[EMAIL]", "fr": "[EMAIL]", "es": "[PHONE]", "zh": "[API_KEY]"}[lang] in read
+    )
+
+
+async def test_a_regex_filter_reports_where_in_the_result_it_redacted() -> None:
+    reports: list[ProcessorViolation] = []
+    guard = _regex()
+    guard.on_violation = reports.append  # type: ignore[attr-defined]
+    model = _model(("read_config", {"lang": "fr"}))
+    result = await Agent(id="a", model=model, tools=[read_config], input_processors=[guard]).generate("x")
+    assert result.tripwire is None
+    where = [(r.detail["phase"], r.detail["field"], r.detail["arg_path"]) for r in reports]
+    assert where == [
+        ("process_input_step", "result", ["notes"]),
+        ("process_input_step", "result", ["aws", "keys", 0]),
+    ]
+    assert [entry["rule"] for r in reports for entry in r.detail["redactions"]] == ["email", "aws-key"]
+
+
+@pytest.mark.parametrize("lang", sorted(SECRETS))
+async def test_a_blocking_regex_filter_stops_before_the_model_reads_a_tool_result(lang: str) -> None:
+    model = _model(("read_config", {"lang": lang}))
+    agent = Agent(id="a", model=model, tools=[read_config], input_processors=[_regex("block")])
+    outcome = await _run(agent, "stream")
+    assert outcome.tripwire is not None and len(model.requests) == 1
+    matches = outcome.tripwire.metadata["matches"]
+    assert {m["field"] for m in matches} == {"result"} and SECRETS[lang][1] not in json.dumps(matches)
+
+
+@pytest.mark.parametrize(("strategy", "phase"), [("warn", "input"), ("redact", "output")])
+async def test_a_warning_or_output_only_regex_filter_lets_the_model_read_the_result(
+    strategy: str, phase: str
+) -> None:
+    model = _model(("read_config", {"lang": "en"}))
+    guard = _regex(strategy, phase=phase)
+    agent = Agent(
+        id="a", model=model, tools=[read_config], input_processors=[guard], output_processors=[guard]
+    )
+    result = await agent.generate("x")
+    assert result.tripwire is None and AWS_KEY in _read_by_model(model)

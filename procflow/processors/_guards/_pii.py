@@ -15,16 +15,15 @@ from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, Pr
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
-    judge_tool_results,
     message_texts,
     rewrite_texts,
     rewrite_tool_strings,
     tool_strings,
     user_facing,
-    withheld,
 )
 from procflow.processors._guards._windows import SentenceHolding
 from procflow.processors._regex_filter.tool_args import map_strings
+from procflow.processors._tool_results import RESULT_FIELDS, judge_tool_results, withheld
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -277,7 +276,7 @@ class PIIDetector(SentenceHolding, GuardBase):
         return await judge_tool_results(args, partial(self._judge_result, args))
 
     async def _judge_result(
-        self, args: Any, part: ToolInvocationPart, strings: list[str]
+        self, args: Any, _message: Message, _at: int, part: ToolInvocationPart, strings: list[str]
     ) -> ToolInvocationPart:
         results: dict[str, str] = {}
         for text in strings:
@@ -292,5 +291,5 @@ class PIIDetector(SentenceHolding, GuardBase):
         def change(text: str, _path: Any) -> str | None:
             return results.get(text)
 
-        update = {name: map_strings(getattr(part, name), change) for name in ("result", "model_output")}
+        update: dict[str, Any] = {name: map_strings(getattr(part, name), change) for name in RESULT_FIELDS}
         return part.model_copy(update=update)

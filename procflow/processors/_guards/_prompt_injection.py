@@ -14,13 +14,12 @@ from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, Pr
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
-    judge_tool_results,
     message_texts,
     replace_text,
     tool_strings,
     user_facing,
-    withheld,
 )
+from procflow.processors._tool_results import judge_tool_results, withheld
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -184,7 +183,7 @@ class PromptInjectionDetector(GuardBase):
         return await judge_tool_results(args, partial(self._judge_result, args))
 
     async def _judge_result(
-        self, args: Any, part: ToolInvocationPart, strings: list[str]
+        self, args: Any, _message: Message, _at: int, part: ToolInvocationPart, strings: list[str]
     ) -> ToolInvocationPart:
         where = {"tool_name": part.tool_name, "tool_call_id": part.tool_call_id}
         found = await self._flagged("\n".join(strings), args, where)

@@ -7,25 +7,21 @@ checked as well, at any depth, in messages of any role.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from procflow._messages import Message
 from procflow._messages.parts import TextPart, ToolInvocationPart
-from procflow.processors._args import ProcessInputStepArgs, ProcessInputStepResult
 from procflow.processors._regex_filter.tool_args import map_strings
 
 __all__ = [
     "TOOL_FIELDS",
-    "judge_tool_results",
     "message_texts",
     "replace_text",
     "rewrite_texts",
     "rewrite_tool_strings",
-    "tool_result_strings",
     "tool_strings",
     "user_facing",
-    "withheld",
 ]
 
 TOOL_FIELDS = ("args", "result", "model_output")
@@ -89,62 +85,6 @@ def tool_strings(message: Message) -> list[str]:
             for name in TOOL_FIELDS:
                 map_strings(getattr(part, name), lambda text, _path: found.append(text))
     return list(dict.fromkeys(found))
-
-
-def tool_result_strings(part: ToolInvocationPart) -> list[str]:
-    """Every distinct non-empty string a tool put in its invocation part (its result, its output for
-    the model): what the model reads of the tool's work."""
-    found: list[str] = []
-    for value in (part.result, part.model_output):
-        map_strings(value, lambda text, _path: found.append(text))
-    return list(dict.fromkeys(found))
-
-
-_JUDGED = "judged_tool_results"
-"""The ``(message id, tool call id)`` of the tool results judged so far, in the processor's state."""
-
-
-async def judge_tool_results(
-    args: ProcessInputStepArgs,
-    judge: Callable[[ToolInvocationPart, list[str]], Awaitable[ToolInvocationPart]],
-) -> ProcessInputStepResult | None:
-    """Run ``judge(part, strings)`` on each tool result produced during this call, once, before the
-    next model call reads it; the messages with the parts it returned, or ``None`` when none changed.
-
-    Only response messages are looked at: tool results in the input are ``process_input``'s to judge.
-    ``judge`` gets the result's strings (:func:`tool_result_strings`) and returns the part itself or
-    its replacement.
-    """
-    judged: set[tuple[str, str]] = args.state.setdefault(_JUDGED, set())
-    source_of = args.message_list.source_of
-    out: list[Message] | None = None
-    for index, message in enumerate(args.messages):
-        parts = message.content.parts
-        new_parts: list[Any] | None = None
-        for at, part in enumerate(parts):
-            if not isinstance(part, ToolInvocationPart) or part.state != "result":
-                continue
-            key = (message.id, part.tool_call_id)
-            if key in judged or source_of(message.id) != "response":
-                continue
-            judged.add(key)
-            strings = tool_result_strings(part)
-            if not strings:
-                continue
-            new = await judge(part, strings)
-            if new is not part:
-                new_parts = new_parts if new_parts is not None else list(parts)
-                new_parts[at] = new
-        if new_parts is not None:
-            out = out if out is not None else list(args.messages)
-            content = message.content.model_copy(update={"parts": new_parts})
-            out[index] = message.model_copy(update={"content": content})
-    return None if out is None else ProcessInputStepResult(messages=out)
-
-
-def withheld(part: ToolInvocationPart, notice: str) -> ToolInvocationPart:
-    """``part`` with ``notice`` as the result the model reads (the call itself stays)."""
-    return part.model_copy(update={"result": notice, "model_output": None})
 
 
 def rewrite_tool_strings(message: Message, rewrite: Callable[[str], str]) -> Message:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from procflow._messages.message import Message
 from procflow._messages.parts import TextPart, ToolInvocationPart
@@ -16,6 +16,7 @@ from procflow.processors._regex_filter.report import (
     apply_regions,
 )
 from procflow.processors._regex_filter.tool_args import ArgPath, map_strings
+from procflow.processors._tool_results import RESULT_FIELDS
 
 __all__ = ["KnownText", "MessageCheck"]
 
@@ -78,8 +79,23 @@ class MessageCheck:
         """Tool-call arguments with every string checked (the same object when nothing changed)."""
         return _ArgumentCheck(self, message_id, part_index).run(args)
 
+    def tool_result(self, part: ToolInvocationPart, message_id: str, part_index: int) -> ToolInvocationPart:
+        """The part with every string of its result (and its output for the model) checked."""
+        update: dict[str, Any] = {}
+        for name in RESULT_FIELDS:
+            value = getattr(part, name)
+            new = map_strings(value, _ArgumentCheck(self, message_id, part_index, name))
+            if new is not value:
+                update[name] = new
+        return part.model_copy(update=update) if update else part
+
     def text(
-        self, text: str, message_id: str, part_index: int | None, arg_path: ArgPath | None = None
+        self,
+        text: str,
+        message_id: str,
+        part_index: int | None,
+        arg_path: ArgPath | None = None,
+        field: Literal["result", "model_output"] | None = None,
     ) -> str | None:
         """The redacted text, or ``None`` when it is unchanged (or only recorded)."""
         hits = self.find(text)
@@ -97,6 +113,8 @@ class MessageCheck:
                     entry["part_index"] = part_index
                 if arg_path is not None:
                     entry["arg_path"] = list(arg_path)
+                if field is not None:
+                    entry["field"] = field
                 self.found.append(entry)
             return None
         new_text, entries = apply_regions(
@@ -113,26 +131,36 @@ class MessageCheck:
                 detail["part_index"] = part_index
             if arg_path is not None:
                 detail["arg_path"] = list(arg_path)
+            if field is not None:
+                detail["field"] = field
             self.details.append(detail)
         return new_text
 
 
 class _ArgumentCheck:
-    """Checks the strings of one part's tool-call arguments (a callable for ``map_strings``)."""
+    """Checks the strings of one part's tool-call arguments, or of one field of its result (a callable
+    for ``map_strings``)."""
 
-    __slots__ = ("check", "message_id", "part_index")
+    __slots__ = ("check", "field", "message_id", "part_index")
 
-    def __init__(self, check: MessageCheck, message_id: str, part_index: int) -> None:
+    def __init__(
+        self,
+        check: MessageCheck,
+        message_id: str,
+        part_index: int,
+        field: Literal["result", "model_output"] | None = None,
+    ) -> None:
         self.check = check
         self.message_id = message_id
         self.part_index = part_index
+        self.field = field
 
     def run(self, args: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = map_strings(args, self)
         return result
 
     def __call__(self, value: str, path: ArgPath) -> str | None:
-        return self.check.text(value, self.message_id, self.part_index, path)
+        return self.check.text(value, self.message_id, self.part_index, path, self.field)
 
 
 class KnownText:

@@ -8,14 +8,18 @@ only the text where a match may still be in progress. See ``docs/concepts/stream
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, NoReturn
 
 from procflow._logging import log
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import Message
+from procflow._messages.parts import ToolInvocationPart
 from procflow.errors import ConfigurationError, PatternTimeoutError, StreamHoldLimitError
 from procflow.processors._args import (
     ProcessInputArgs,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
     ProcessorArgs,
     ProcessOutputResultArgs,
     ProcessOutputStreamArgs,
@@ -53,6 +57,7 @@ from procflow.processors._regex_filter.stream import (
     Release,
     StreamScanner,
 )
+from procflow.processors._tool_results import judge_tool_results
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -198,6 +203,36 @@ class RegexFilterProcessor:
         if self.phase == "output":
             return None
         return await self._check_messages(args.messages, "process_input", args)
+
+    async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
+        """Check the results of the tools run during this call, each once, before the model reads them.
+
+        A tool's result is new text the next model call reads (the input phase has run by then): every
+        string of it (and of its output for the model) is checked with the strategy, as the input's
+        texts are. Skipped when ``phase="output"``.
+        """
+        if self.phase == "output":
+            return None
+        return await judge_tool_results(args, partial(self._check_result, args))
+
+    async def _check_result(
+        self, args: ProcessInputStepArgs, message: Message, at: int, part: ToolInvocationPart, _: list[str]
+    ) -> ToolInvocationPart:
+        check = MessageCheck(
+            find=self._find,
+            phase="process_input_step",
+            redact=self.strategy == "redact",
+            report=self.on_violation is not None and self.strategy == "redact",
+            include_values=self.include_redacted_values,
+        )
+        checked = check.tool_result(part, message.id, at)
+        if check.found and self.strategy == "block":
+            self._block(args, check.found)
+        if check.found and self.strategy == "warn":
+            warn_matches(self.id, "process_input_step", [entry["rule"] for entry in check.found])
+        for detail in check.details:
+            await self._report(detail)
+        return checked
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         """Check the response messages (and the result text). Skipped when ``phase="input"``."""

@@ -23,7 +23,9 @@ RegexStrategy = Literal["block", "redact", "warn"]
 RegexPhase = Literal["input", "output", "all"]
 """Where the filter applies: input messages, the output stream and result, or both."""
 
-RegexTextPhase = Literal["process_input", "process_output_stream", "process_output_result"]
+RegexTextPhase = Literal[
+    "process_input", "process_input_step", "process_output_stream", "process_output_result"
+]
 """The hook that redacted a text, as named in a :class:`RegexRedactionDetail`."""
 
 REDACTED_MATCH = "[REDACTED_MATCH]"
@@ -53,7 +55,9 @@ class RegexRedactionDetail(TypedDict):
     ``message_id`` is absent for stream chunks; ``part_index`` (the index in the message's parts, which
     include non-text parts) is absent for the flattened ``content.content`` text and for stream chunks.
     ``arg_path`` (keys and list indexes) is set for a string inside a tool call's arguments, whose
-    part ``part_index`` is.
+    part ``part_index`` is; for a string inside a tool's result (``process_input_step``), ``field``
+    says which (``"result"``, or ``"model_output"``: what the model is shown) and ``arg_path`` is the
+    path inside it.
     """
 
     strategy: Literal["redact"]
@@ -61,6 +65,7 @@ class RegexRedactionDetail(TypedDict):
     message_id: NotRequired[str]
     part_index: NotRequired[int]
     arg_path: NotRequired[list[str | int]]
+    field: NotRequired[Literal["result", "model_output"]]
     redactions: list[RegexRedaction]
 
 

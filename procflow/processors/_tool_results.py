@@ -1,0 +1,78 @@
+"""The results of the tools run during a call, judged by input processors before the model reads them.
+
+``process_input`` sees a request's messages once, at the start. A tool's result (a fetched page, a
+retrieved document, a looked-up record) is new text the next model call reads, so the input guards
+that judge tool traffic also judge each such result once, from ``process_input_step``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from procflow._messages import Message
+from procflow._messages.parts import ToolInvocationPart
+from procflow.processors._args import ProcessInputStepArgs, ProcessInputStepResult
+from procflow.processors._regex_filter.tool_args import map_strings
+
+__all__ = ["RESULT_FIELDS", "judge_tool_results", "tool_result_strings", "withheld"]
+
+RESULT_FIELDS: tuple[Literal["result", "model_output"], ...] = ("result", "model_output")
+"""The fields of a tool-invocation part a tool fills in (``model_output``: what the model is shown)."""
+
+
+def tool_result_strings(part: ToolInvocationPart) -> list[str]:
+    """Every distinct non-empty string a tool put in its invocation part (its result, its output for
+    the model): what the model reads of the tool's work."""
+    found: list[str] = []
+    for name in RESULT_FIELDS:
+        map_strings(getattr(part, name), lambda text, _path: found.append(text))
+    return list(dict.fromkeys(found))
+
+
+_JUDGED = "judged_tool_results"
+"""The ``(message id, tool call id)`` of the tool results judged so far, in the processor's state."""
+
+
+async def judge_tool_results(
+    args: ProcessInputStepArgs,
+    judge: Callable[[Message, int, ToolInvocationPart, list[str]], Awaitable[ToolInvocationPart]],
+) -> ProcessInputStepResult | None:
+    """Run ``judge(message, index, part, strings)`` on each tool result produced during this call,
+    once, before the next model call reads it; the messages with the parts it returned, or ``None``
+    when none changed.
+
+    Only response messages are looked at: tool results in the input are ``process_input``'s to judge.
+    ``judge`` gets the message, the part's index in it, the part and its strings
+    (:func:`tool_result_strings`), and returns the part itself or its replacement.
+    """
+    judged: set[tuple[str, str]] = args.state.setdefault(_JUDGED, set())
+    source_of = args.message_list.source_of
+    out: list[Message] | None = None
+    for index, message in enumerate(args.messages):
+        parts = message.content.parts
+        new_parts: list[Any] | None = None
+        for at, part in enumerate(parts):
+            if not isinstance(part, ToolInvocationPart) or part.state != "result":
+                continue
+            key = (message.id, part.tool_call_id)
+            if key in judged or source_of(message.id) != "response":
+                continue
+            judged.add(key)
+            strings = tool_result_strings(part)
+            if not strings:
+                continue
+            new = await judge(message, at, part, strings)
+            if new is not part:
+                new_parts = new_parts if new_parts is not None else list(parts)
+                new_parts[at] = new
+        if new_parts is not None:
+            out = out if out is not None else list(args.messages)
+            content = message.content.model_copy(update={"parts": new_parts})
+            out[index] = message.model_copy(update={"content": content})
+    return None if out is None else ProcessInputStepResult(messages=out)
+
+
+def withheld(part: ToolInvocationPart, notice: str) -> ToolInvocationPart:
+    """``part`` with ``notice`` as the result the model reads (the call itself stays)."""
+    return part.model_copy(update={"result": notice, "model_output": None})
