@@ -1,4 +1,5 @@
-"""Input guards on the results of the tools run during a call: indirect injection, personal data.
+"""Input guards on the results of the tools run during a call: injection, personal data, secrets,
+moderation.
 
 A fetched page or a retrieved document is new text the next model call reads; an input guard sees
 the request's messages once, at the start, so it judges each such result before that call
@@ -13,18 +14,20 @@ import json
 from typing import Any
 
 import pytest
-from guard_seams_support import PERSONAL, SHAPES, leaks, listed
+from guard_seams_support import HATEFUL, PERSONAL, SHAPES, leaks, listed
 from guard_support import scripted_judge
 
 from procflow import Agent, tool
 from procflow.errors import APICallError
 from procflow.processors import (
+    ModerationProcessor,
     PIIDetector,
     ProcessorViolation,
     PromptInjectionDetector,
     RegexFilterProcessor,
     StreamErrorRetryProcessor,
 )
+from procflow.processors._guards._moderation import WITHHELD_MODERATED_RESULT
 from procflow.processors._guards._pii import WITHHELD_PII_RESULT
 from procflow.processors._guards._prompt_injection import WITHHELD_TOOL_RESULT
 from procflow.testing import ScriptedModel, ScriptedStep
@@ -338,3 +341,25 @@ async def test_a_warning_or_output_only_regex_filter_lets_the_model_read_the_res
     )
     result = await agent.generate("x")
     assert result.tripwire is None and AWS_KEY in _read_by_model(model)
+
+
+@tool
+async def read_review(lang: str) -> str:
+    """Read the latest customer review."""
+    return f"Review: {HATEFUL[lang]}"
+
+
+@pytest.mark.parametrize("strategy", ["block", "filter", "warn"])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("lang", sorted(HATEFUL))
+async def test_an_input_moderation_guard_judges_a_tool_result(lang: str, shape: str, strategy: str) -> None:
+    model = _model(("read_review", {"lang": lang}))
+    guards = listed(shape, lambda: [ModerationProcessor(model=scripted_judge(), strategy=strategy)])  # type: ignore[arg-type]
+    outcome = await _run(Agent(id="a", model=model, tools=[read_review], input_processors=guards), "stream")
+    if strategy == "block":
+        assert outcome.tripwire is not None and len(model.requests) == 1
+        return
+    read = _read_by_model(model)
+    assert outcome.tripwire is None
+    assert (HATEFUL[lang] in read) == (strategy == "warn")
+    assert (WITHHELD_MODERATED_RESULT in read) == (strategy == "filter")

@@ -3,21 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from procflow._messages import Chunk, Message
-from procflow.processors._args import ProcessInputArgs, ProcessOutputStreamArgs, StreamResult
+from procflow._messages.parts import ToolInvocationPart
+from procflow.processors._args import (
+    ProcessInputArgs,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+    ProcessOutputStreamArgs,
+    StreamResult,
+)
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import message_texts, tool_strings, user_facing
 from procflow.processors._guards._windows import Segmenter, StreamWindow
+from procflow.processors._tool_results import judge_tool_results, withheld
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
 
-__all__ = ["DEFAULT_MODERATION_CATEGORIES", "ModerationProcessor", "ModerationVerdict"]
+__all__ = [
+    "DEFAULT_MODERATION_CATEGORIES",
+    "WITHHELD_MODERATED_RESULT",
+    "ModerationProcessor",
+    "ModerationVerdict",
+]
+
+WITHHELD_MODERATED_RESULT = "[tool result withheld: it was flagged by moderation]"
+"""What the model reads instead of a flagged tool result, with ``strategy="filter"``."""
 
 DEFAULT_MODERATION_CATEGORIES: tuple[str, ...] = (
     "hate",
@@ -60,7 +77,8 @@ class ModerationProcessor(GuardBase):
 
     In the stream, text and reasoning are judged a window at a time, and the strings inside tool calls,
     tool results and ``data-*`` chunks one by one (``block`` stops the request before a flagged tool
-    call runs; ``filter`` withholds the chunk).
+    call runs; ``filter`` withholds the chunk). As an input processor it also judges the results of
+    the tools run during the call, before the next model call reads them (:meth:`process_input_step`).
 
     Args:
         model: The judge model (see :class:`GuardBase`).
@@ -177,3 +195,19 @@ class ModerationProcessor(GuardBase):
         if window is None:
             return None
         return await window.flush(self._segment_judge(args), attempt=args.retry_count)
+
+    async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
+        """Judge the results of the tools run during this call, each once, before the model reads them.
+
+        ``block`` stops the run before the next model call, ``warn`` reports, and ``filter`` replaces
+        a flagged result with :data:`WITHHELD_MODERATED_RESULT` (the call stays, so the model knows the
+        tool ran). Tool results in the input are ``process_input``'s to judge.
+        """
+        return await judge_tool_results(args, partial(self._judge_result, args))
+
+    async def _judge_result(
+        self, args: Any, _message: Message, _at: int, part: ToolInvocationPart, strings: list[str]
+    ) -> ToolInvocationPart:
+        if await self._verdict("\n".join(strings), args) is None:
+            return withheld(part, WITHHELD_MODERATED_RESULT)
+        return part
