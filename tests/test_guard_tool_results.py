@@ -363,3 +363,27 @@ async def test_an_input_moderation_guard_judges_a_tool_result(lang: str, shape: 
     assert outcome.tripwire is None
     assert (HATEFUL[lang] in read) == (strategy == "warn")
     assert (WITHHELD_MODERATED_RESULT in read) == (strategy == "filter")
+
+
+class StepCounter:
+    """A user's own per-step hook (not marked as acting on tool results only)."""
+
+    id = "step-counter"
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+
+    def process_input_step(self, args: Any) -> None:
+        self.steps.append(args.step_number)
+
+
+@pytest.mark.parametrize("shape", ["sequence", "nested"])
+async def test_a_workflow_with_other_step_hooks_still_runs_them_every_step(shape: str) -> None:
+    """A workflow of guards alone skips its per-step run while there is no tool result; a user's own
+    per-step hook next to them runs at every step, tool results or not."""
+    counter = StepCounter()
+    model = _model(("fetch_page", {"lang": "es", "clean": True}))
+    guards = listed(shape, lambda: [_guard("filter"), _regex(), counter])
+    result = await Agent(id="a", model=model, tools=[fetch_page], input_processors=guards).generate("x")
+    assert result.tripwire is None and counter.steps == [0, 1]
+    assert CLEAN["es"] in _read_by_model(model)

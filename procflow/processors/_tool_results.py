@@ -7,15 +7,27 @@ that judge tool traffic also judge each such result once, from ``process_input_s
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Literal, TypeVar
 
 from procflow._messages import Message
 from procflow._messages.parts import ToolInvocationPart
 from procflow.processors._args import ProcessInputStepArgs, ProcessInputStepResult
 from procflow.processors._regex_filter.tool_args import map_strings
 
-__all__ = ["RESULT_FIELDS", "judge_tool_results", "tool_result_strings", "withheld"]
+__all__ = [
+    "RESULT_FIELDS",
+    "has_tool_results",
+    "is_on_tool_results_only",
+    "judge_tool_results",
+    "on_tool_results_only",
+    "tool_result_strings",
+    "withheld",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_ONLY = "__procflow_tool_results_only__"
 
 RESULT_FIELDS: tuple[Literal["result", "model_output"], ...] = ("result", "model_output")
 """The fields of a tool-invocation part a tool fills in (``model_output``: what the model is shown)."""
@@ -76,3 +88,25 @@ async def judge_tool_results(
 def withheld(part: ToolInvocationPart, notice: str) -> ToolInvocationPart:
     """``part`` with ``notice`` as the result the model reads (the call itself stays)."""
     return part.model_copy(update={"result": notice, "model_output": None})
+
+
+def on_tool_results_only(hook: _F) -> _F:
+    """Mark a ``process_input_step`` hook that changes nothing while no response message holds a tool
+    result: a processor workflow whose every such hook is marked skips its run for a step until one
+    does (the run would change nothing; it costs ~100-300 µs per model step)."""
+    setattr(hook, _ONLY, True)
+    return hook
+
+
+def is_on_tool_results_only(hook: object) -> bool:
+    """Whether ``hook`` (a function or bound method) was marked with :func:`on_tool_results_only`."""
+    return bool(getattr(hook, _ONLY, False))
+
+
+def has_tool_results(messages: Iterable[Message]) -> bool:
+    """Whether any of ``messages`` holds a tool-invocation part with its result."""
+    return any(
+        isinstance(part, ToolInvocationPart) and part.state == "result"
+        for message in messages
+        for part in message.content.parts
+    )

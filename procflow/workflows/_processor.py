@@ -52,6 +52,7 @@ from procflow.processors._args import (
     ProcessOutputStreamArgs,
     StreamResult,
 )
+from procflow.processors._tool_results import has_tool_results, is_on_tool_results_only
 from procflow.workflows._processor_data import PHASE_HOOKS, ProcessorPhase, ProcessorStepSchema, inner_context
 
 __all__ = ["ProcessorAdapter"]
@@ -113,6 +114,7 @@ class ProcessorAdapter:
     process_data_parts: bool
     output_stream_problem: str | None = None
     _stream: StreamChain | None
+    _step_on_tool_results: bool = False
 
     process_input = _Hook("input", "_input")
     process_input_step = _Hook("input_step", "_input_step")
@@ -140,6 +142,11 @@ class ProcessorAdapter:
             for phase, hook in PHASE_HOOKS.items()
             if (plain and phase in _MESSAGE_PHASES)
             or any(callable(getattr(p, hook, None)) for p in processors)
+        )
+        self._step_on_tool_results = not plain and all(
+            p._step_on_tool_results if isinstance(p, ProcessorAdapter) else is_on_tool_results_only(hook)
+            for p in processors
+            if callable(hook := getattr(p, "process_input_step", None))
         )
         self.wants_flush = any(callable(getattr(p, "flush_output_stream", None)) for p in processors)
         self.process_data_parts = any(bool(getattr(p, "process_data_parts", False)) for p in processors)
@@ -179,6 +186,8 @@ class ProcessorAdapter:
         return _messages_result(out, args)
 
     async def _input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult:
+        if self._step_on_tool_results and not has_tool_results(args.message_list.response):
+            return ProcessInputStepResult()  # every inner hook would change nothing: no run
         settings = StepSettings(
             step_number=args.step_number,
             model=args.model,

@@ -21,7 +21,7 @@ from procflow.processors._guards._base import GuardBase, check_choice, check_thr
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import message_texts, tool_strings, user_facing
 from procflow.processors._guards._windows import Segmenter, StreamWindow
-from procflow.processors._tool_results import judge_tool_results, withheld
+from procflow.processors._tool_results import judge_tool_results, on_tool_results_only, withheld
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -196,6 +196,7 @@ class ModerationProcessor(GuardBase):
             return None
         return await window.flush(self._segment_judge(args), attempt=args.retry_count)
 
+    @on_tool_results_only
     async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
         """Judge the results of the tools run during this call, each once, before the model reads them.
 

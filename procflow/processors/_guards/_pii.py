@@ -23,7 +23,12 @@ from procflow.processors._guards._texts import (
 )
 from procflow.processors._guards._windows import SentenceHolding
 from procflow.processors._regex_filter.tool_args import map_strings
-from procflow.processors._tool_results import RESULT_FIELDS, judge_tool_results, withheld
+from procflow.processors._tool_results import (
+    RESULT_FIELDS,
+    judge_tool_results,
+    on_tool_results_only,
+    withheld,
+)
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -265,6 +270,7 @@ class PIIDetector(SentenceHolding, GuardBase):
                 out.append(rewrite_tool_strings(rewritten, lookup))
         return out
 
+    @on_tool_results_only
     async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
         """Judge the results of the tools run during this call, each once, before the model reads them.
 

@@ -19,7 +19,7 @@ from procflow.processors._guards._texts import (
     tool_strings,
     user_facing,
 )
-from procflow.processors._tool_results import judge_tool_results, withheld
+from procflow.processors._tool_results import judge_tool_results, on_tool_results_only, withheld
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -171,6 +171,7 @@ class PromptInjectionDetector(GuardBase):
                 out.append(checked)
         return out
 
+    @on_tool_results_only
     async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
         """Judge the results of the tools run during this call, each once, before the model reads them.
 

@@ -57,7 +57,7 @@ from procflow.processors._regex_filter.stream import (
     Release,
     StreamScanner,
 )
-from procflow.processors._tool_results import judge_tool_results
+from procflow.processors._tool_results import judge_tool_results, on_tool_results_only
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -204,6 +204,7 @@ class RegexFilterProcessor:
             return None
         return await self._check_messages(args.messages, "process_input", args)
 
+    @on_tool_results_only
     async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
         """Check the results of the tools run during this call, each once, before the model reads them.
 
