@@ -148,8 +148,10 @@ async def test_tools_pass_through(upstream: FakeProviderServer, gateway_url: str
     assert (
         upstream.requests[0].json["tools"][0]["function"]["parameters"] == tools[0]["function"]["parameters"]
     )
-    tool_turn = upstream.requests[1].json["messages"][-1]
+    *_, asked, tool_turn = upstream.requests[1].json["messages"]
     assert tool_turn["role"] == "tool" and tool_turn["tool_call_id"] == "call_1"
+    # The call is sent before its result (it was dropped once: a real OpenAI upstream answers 400).
+    assert asked["role"] == "assistant" and [c["id"] for c in asked["tool_calls"]] == ["call_1"]
 
 
 async def test_tripwire_is_an_error_with_the_processor_id(

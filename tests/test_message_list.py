@@ -94,6 +94,25 @@ def test_prompt_leaves_out_unanswered_tool_calls() -> None:
     assert len(prompt) == 1 and all(not isinstance(p, PromptToolCall) for p in prompt[0].content)
 
 
+def test_a_call_answered_by_a_later_tool_message_is_sent_before_it() -> None:
+    """A replayed OpenAI-style conversation keeps the call in the assistant message and the result in
+    a ``tool`` message: the call is sent, then its result (providers reject a result with no call)."""
+    call = ToolInvocationPart(tool_call_id="c1", tool_name="lookup", args={"id": "A-1001"})
+    result = ToolInvocationPart(tool_call_id="c1", tool_name="lookup", state="result", result="shipped")
+    unanswered = ToolInvocationPart(tool_call_id="c2", tool_name="lookup")
+    ml = MessageList(
+        [
+            "where is A-1001?",
+            Message(role="assistant", content=MessageContent(parts=[call, unanswered])),
+            Message(role="tool", content=MessageContent(parts=[result])),
+        ]
+    )
+    prompt = ml.to_prompt()
+    assert [m.role for m in prompt] == ["user", "assistant", "tool"]
+    assert [(type(p), p.tool_call_id) for p in prompt[1].content] == [(PromptToolCall, "c1")]  # type: ignore[union-attr]
+    assert isinstance(prompt[2].content[0], PromptToolResult) and prompt[2].content[0].result == "shipped"
+
+
 def test_prompt_uses_flattened_fallback_text() -> None:
     """A user message with only the flattened fallback still reaches the prompt."""
     msg = Message(role="user", content=MessageContent(content="legacy text"))

@@ -84,3 +84,39 @@ async def test_a_paced_stream_waits_first_delay_then_delay_between_events() -> N
     assert len(arrivals) == 2
     assert arrivals[0] >= 0.2 + 0.05  # the first delay, then one event delay
     assert arrivals[1] - arrivals[0] >= 0.05 * 0.9  # timer granularity
+
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize(
+    ("messages", "wording"),
+    [
+        (  # a tool result with no call before it
+            [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_1", "content": "x"}],
+            "must be a response to a preceeding message with 'tool_calls'",
+        ),
+        (  # a call left unanswered before the next user message
+            [
+                {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                {"role": "user", "content": "and?"},
+            ],
+            "did not have response messages: call_1",
+        ),
+    ],
+)
+async def test_tool_traffic_openai_rejects_is_rejected_the_same_way(
+    messages: list[dict[str, object]], wording: str
+) -> None:
+    """As OpenAI's API does: HTTP 400 in its words, and the scripted reply is kept for the next call."""
+    async with FakeProviderServer([FakeReply(text="ok")]) as server, httpx.AsyncClient() as client:
+        url = server.base_url + "/chat/completions"
+        bad = await client.post(url, json={"model": "m", "messages": messages})
+        assert bad.status_code == 400 and wording in bad.json()["error"]["message"]
+        good = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        ]
+        good.append({"role": "tool", "tool_call_id": "call_1", "content": "x"})
+        ok = await client.post(url, json={"model": "m", "messages": good})
+        assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] == "ok"

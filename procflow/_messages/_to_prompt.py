@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from procflow._messages.message import Message, SignalInfo
 from procflow._messages.parts import (
     FilePart,
@@ -23,7 +25,21 @@ from procflow._messages.prompt import (
 )
 from procflow._messages.signals import render_signal
 
-__all__ = ["message_to_prompt"]
+__all__ = ["answered_calls", "message_to_prompt"]
+
+_NONE: frozenset[str] = frozenset()
+
+
+def answered_calls(messages: Iterable[Message]) -> frozenset[str]:
+    """The ids of the tool calls answered by a ``tool`` message (a replayed OpenAI-style conversation
+    keeps each call in its assistant message and its result in a ``tool`` message after it)."""
+    return frozenset(
+        part.tool_call_id
+        for message in messages
+        if message.role == "tool"
+        for part in message.tool_invocations
+        if part.state == "result"
+    )
 
 
 def _user_content(message: Message) -> list[PromptPart]:
@@ -50,7 +66,9 @@ def _tool_result(part: ToolInvocationPart) -> PromptToolResult:
     )
 
 
-def message_to_prompt(message: Message) -> list[PromptMessage]:
+def message_to_prompt(message: Message, answered: frozenset[str] = _NONE) -> list[PromptMessage]:
+    """The prompt messages of one stored message. ``answered``: the ids of the calls a ``tool`` message
+    answers (:func:`answered_calls`), which an assistant message sends as calls without a result."""
     if message.role == "signal":
         info = message.signal or SignalInfo()
         text = render_signal(message.text, tag_name=info.tag_name, attributes=info.attributes)
@@ -62,11 +80,11 @@ def message_to_prompt(message: Message) -> list[PromptMessage]:
         results: list[PromptPart] = [_tool_result(p) for p in message.tool_invocations if p.state == "result"]
         return [PromptMessage(role="tool", content=results)] if results else []
     if message.role == "assistant":
-        return _assistant_to_prompt(message)
+        return _assistant_to_prompt(message, answered)
     return []
 
 
-def _assistant_to_prompt(message: Message) -> list[PromptMessage]:
+def _assistant_to_prompt(message: Message, answered: frozenset[str]) -> list[PromptMessage]:
     out: list[PromptMessage] = []
     block: list[PromptPart] = []
     results: list[PromptPart] = []
@@ -97,5 +115,9 @@ def _assistant_to_prompt(message: Message) -> list[PromptMessage]:
                 PromptToolCall(tool_call_id=part.tool_call_id, tool_name=part.tool_name, args=part.args)
             )
             results.append(_tool_result(part))
+        elif isinstance(part, ToolInvocationPart) and part.tool_call_id in answered:
+            block.append(
+                PromptToolCall(tool_call_id=part.tool_call_id, tool_name=part.tool_name, args=part.args)
+            )
     flush()
     return out

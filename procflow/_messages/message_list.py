@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from procflow._error_rules import format_validation_error
 from procflow._messages._copying import clone_message
-from procflow._messages._to_prompt import message_to_prompt
+from procflow._messages._to_prompt import answered_calls, message_to_prompt
 from procflow._messages.message import Message, MessageContent, SignalInfo
 from procflow._messages.parts import Part, TextPart
 from procflow._messages.prompt import Prompt, PromptMessage, PromptText
@@ -321,9 +321,10 @@ class MessageList:
         """Convert to the provider-neutral prompt.
 
         System messages come first; each assistant message is split at tool results so that every tool
-        call is followed by a ``tool`` message carrying its result; tool calls that never got a result
-        are left out (providers reject unanswered calls); signals become user messages rendered as
-        ``<tag attr="…">contents</tag>``; transient signals come last.
+        call is followed by a ``tool`` message carrying its result; a call whose result is in a later
+        ``tool`` message (a replayed OpenAI-style conversation) is sent as a call, answered there; tool
+        calls that never got a result are left out (providers reject unanswered calls); signals become
+        user messages rendered as ``<tag attr="…">contents</tag>``; transient signals come last.
         """
         prompt: Prompt = []
         if include_system:
@@ -331,8 +332,9 @@ class MessageList:
                 text = message.text
                 if text:
                     prompt.append(PromptMessage(role="system", content=[PromptText(text=text)]))
+        answered = answered_calls(self._messages)
         for message in self._messages:
-            prompt.extend(message_to_prompt(message))
+            prompt.extend(message_to_prompt(message, answered))
         for message in self._transient.values():
             prompt.extend(message_to_prompt(message))
         return prompt

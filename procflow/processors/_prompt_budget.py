@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from procflow._messages._to_prompt import message_to_prompt
+from procflow._messages._to_prompt import answered_calls, message_to_prompt
 from procflow._messages._tool_json import tool_args_text, tool_result_text
 from procflow._messages.message import Message
 from procflow._messages.message_list import MessageList
@@ -197,23 +197,24 @@ def _touches(message: PromptMessage, ids: set[str]) -> bool:
 def memory_ids(
     prompt: Prompt,
     message_list: MessageList,
-    cache: dict[str, tuple[Message, list[PromptMessage]]] | None = None,
+    cache: dict[str, tuple[Message, frozenset[str], list[PromptMessage]]] | None = None,
 ) -> list[str | None]:
     """For each prompt message, the id of the recalled (``memory``) message it was built from, else None.
 
     The prompt is matched, in order, against the conversion of the live message list; a prompt message
     that a processor rewrote or added matches nothing and counts as not recalled (never trimmed).
     ``cache`` keeps each stored message's conversion for the request (reused while the message object
-    is the same).
+    and the answered tool calls are the same).
     """
     cache = {} if cache is None else cache
     expected: list[tuple[PromptMessage, str | None]] = []
+    answered = answered_calls(message_list.all)
     for stored in message_list.all:
         recalled = stored.id if message_list.source_of(stored.id) == "memory" else None
         hit = cache.get(stored.id)
-        if hit is None or hit[0] is not stored:
-            hit = cache[stored.id] = (stored, message_to_prompt(stored))
-        expected.extend((converted, recalled) for converted in hit[1])
+        if hit is None or hit[0] is not stored or hit[1] != answered:
+            hit = cache[stored.id] = (stored, answered, message_to_prompt(stored, answered))
+        expected.extend((converted, recalled) for converted in hit[2])
     out: list[str | None] = []
     position = 0
     for message in prompt:

@@ -41,6 +41,43 @@ def _protocol(path: str) -> WireProtocol | None:
     return None
 
 
+def openai_history_problem(messages: Any) -> str | None:
+    """What OpenAI's chat API rejects in ``messages``' tool traffic (with its own wording), or ``None``.
+
+    A ``tool`` message must answer a call of the assistant message just before it (other ``tool``
+    messages may come between), and every call of an assistant message must be answered before the
+    next message of another role.
+    """
+    if not isinstance(messages, list):
+        return None
+    open_calls: set[str] = set()
+    answered: set[str] = set()
+    for message in [*messages, {"role": "end"}]:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in open_calls:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                    "message with 'tool_calls'."
+                )
+            answered.add(call_id)
+            continue
+        missing = sorted(open_calls - answered)
+        if missing:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+                f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                f"{', '.join(missing)}"
+            )
+        calls = message.get("tool_calls") if role == "assistant" else None
+        open_calls = (
+            {str(c.get("id")) for c in calls if isinstance(c, dict)} if isinstance(calls, list) else set()
+        )
+        answered = set()
+    return None
+
+
 def fake_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
     """The fake server's deterministic embedding: hashed lower-cased words, normalised to length 1.
 
@@ -115,11 +152,16 @@ class FakeProviderApp:
             body = {"error": {"message": f"fake provider: no endpoint {request.method} {request.path}"}}
             await _send_json(send, 404, body, {})
             return
+        payload = request.json if isinstance(request.json, dict) else {}
+        problem = openai_history_problem(payload.get("messages")) if protocol == "openai" else None
+        if problem is not None:  # as OpenAI answers it, without using up a scripted reply
+            error = {"message": problem, "type": "invalid_request_error", "param": "messages", "code": None}
+            await _send_json(send, 400, {"error": error}, {})
+            return
         reply = self._next_reply(request)
         wait = reply.delay if reply.first_delay is None else reply.first_delay
         if wait:
             await anyio.sleep(wait)
-        payload = request.json if isinstance(request.json, dict) else {}
         if reply.body is not None:
             await _send_json(send, reply.status, reply.body, reply.headers)
         elif reply.status >= 400:
