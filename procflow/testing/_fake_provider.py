@@ -53,8 +53,9 @@ class FakeProviderServer:
     with the next scripted reply, streamed when the request asks for it. With no reply left it answers
     HTTP 400 saying so. Like OpenAI's API, it rejects (HTTP 400, OpenAI's wording, no reply used up) a
     chat request whose ``tool`` message answers no call of the assistant message before it, or whose
-    assistant tool calls are not all answered before the next message. ``POST …/embeddings`` (OpenAI protocol) answers with deterministic vectors of
-    hashed words (see ``fake_embedding``) and uses up no reply. Use it as ``with`` / ``async with``
+    assistant tool calls are not all answered before the next message. ``POST …/embeddings`` (OpenAI
+    protocol) answers with deterministic vectors of hashed words (see ``fake_embedding``) and uses up
+    no reply. Use it as ``with`` / ``async with``
     block, or call :meth:`start` and :meth:`stop`; one server may serve many tests (:meth:`reset` between
     them).
 
