@@ -18,6 +18,7 @@ from guard_seams_support import HATEFUL, PERSONAL, SHAPES, leaks, listed
 from guard_support import scripted_judge
 
 from procflow import Agent, tool
+from procflow._chat.format import parse_conversation
 from procflow.errors import APICallError
 from procflow.processors import (
     ModerationProcessor,
@@ -387,3 +388,45 @@ async def test_a_workflow_with_other_step_hooks_still_runs_them_every_step(shape
     result = await Agent(id="a", model=model, tools=[fetch_page], input_processors=guards).generate("x")
     assert result.tripwire is None and counter.steps == [0, 1]
     assert CLEAN["es"] in _read_by_model(model)
+
+
+def _replayed(result: str) -> list[Any]:
+    """An OpenAI-style history as a gateway client sends it: the call, then its result in a tool turn."""
+    return parse_conversation(
+        {
+            "messages": [
+                {"role": "user", "content": "check the config"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_1", "content": result},
+                {"role": "user", "content": "and?"},
+            ]
+        }
+    ).messages
+
+
+@pytest.mark.parametrize("lang", sorted(SECRETS))
+async def test_a_replayed_tool_result_is_redacted_in_what_the_model_is_sent(lang: str) -> None:
+    """The tool turn's result (what the prompt sends) is redacted, not only its flattened text, and
+    each value is reported once."""
+    reports: list[ProcessorViolation] = []
+    guard = _regex(phase="input")
+    guard.on_violation = reports.append  # type: ignore[attr-defined]
+    model = ScriptedModel(["ok"])
+    await Agent(id="a", model=model, input_processors=[guard]).generate(_replayed(SECRETS[lang][0]))
+    sent = json.dumps([p.model_dump(mode="json") for p in model.requests[0].prompt], ensure_ascii=False)
+    assert SECRETS[lang][1] not in sent and '"tool_call_id": "call_1"' in sent
+    assert len([entry for r in reports for entry in r.detail["redactions"]]) == 1
+
+
+async def test_a_replayed_tool_result_trips_a_blocking_filter_once() -> None:
+    model = ScriptedModel(["ok"])
+    agent = Agent(id="a", model=model, input_processors=[_regex("block", phase="input")])
+    result = await agent.generate(_replayed(f"key {AWS_KEY}"))
+    assert result.tripwire is not None and model.requests == []
+    assert [m["rule"] for m in result.tripwire.metadata["matches"]] == ["aws-key"]

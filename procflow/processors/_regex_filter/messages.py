@@ -32,6 +32,8 @@ class MessageCheck:
         report: Build a redaction detail per redacted text (only when someone listens).
         include_values: Put redacted values in the report.
         tool_arguments: Also check every string inside tool-call arguments.
+        tool_results: Also check every string inside tool results (what the model is sent of them);
+            a result string that is also the message's flattened text is checked and reported once.
         found: Tripwire-style match entries (``block``/``warn``).
         details: Redaction details, one per redacted part or flattened text.
         changed: Whether a message came out changed (a new object).
@@ -43,6 +45,7 @@ class MessageCheck:
     report: bool
     include_values: bool
     tool_arguments: bool = False
+    tool_results: bool = False
     found: list[dict[str, Any]] = field(default_factory=list)
     details: list[RegexRedactionDetail] = field(default_factory=list)
     changed: bool = False
@@ -51,6 +54,7 @@ class MessageCheck:
         """The message with its texts redacted (the same object when nothing changed)."""
         content = message.content
         parts: list[Any] | None = None
+        seen: dict[str, str | None] | None = None
         for index, part in enumerate(content.parts):
             if isinstance(part, TextPart):
                 if not part.text:
@@ -59,12 +63,25 @@ class MessageCheck:
                 if new_text is not None:
                     parts = parts if parts is not None else list(content.parts)
                     parts[index] = part.model_copy(update={"text": new_text})
-            elif self.tool_arguments and isinstance(part, ToolInvocationPart) and part.args:
-                args = self.arguments(part.args, message.id, index)
-                if args is not part.args:
+            elif isinstance(part, ToolInvocationPart):
+                new_part = part
+                if self.tool_arguments and part.args:
+                    args = self.arguments(part.args, message.id, index)
+                    if args is not part.args:
+                        new_part = part.model_copy(update={"args": args})
+                if self.tool_results and part.state == "result":
+                    seen = seen if seen is not None else {}
+                    new_part = self.tool_result(new_part, message.id, index, seen)
+                if new_part is not part:
                     parts = parts if parts is not None else list(content.parts)
-                    parts[index] = part.model_copy(update={"args": args})
-        new_fallback = self.text(content.content, message.id, None) if content.content else None
+                    parts[index] = new_part
+        fallback = content.content
+        if not fallback:
+            new_fallback = None
+        elif seen is not None and fallback in seen:  # a tool turn's result is also its flattened text
+            new_fallback = seen[fallback]
+        else:
+            new_fallback = self.text(fallback, message.id, None)
         if parts is None and new_fallback is None:
             return message
         update: dict[str, Any] = {}
@@ -79,12 +96,20 @@ class MessageCheck:
         """Tool-call arguments with every string checked (the same object when nothing changed)."""
         return _ArgumentCheck(self, message_id, part_index).run(args)
 
-    def tool_result(self, part: ToolInvocationPart, message_id: str, part_index: int) -> ToolInvocationPart:
-        """The part with every string of its result (and its output for the model) checked."""
+    def tool_result(
+        self,
+        part: ToolInvocationPart,
+        message_id: str,
+        part_index: int,
+        seen: dict[str, str | None] | None = None,
+    ) -> ToolInvocationPart:
+        """The part with every string of its result (and its output for the model) checked; ``seen``
+        collects each string checked and what it became (``None``: unchanged), and a string already in
+        it is not checked again."""
         update: dict[str, Any] = {}
         for name in RESULT_FIELDS:
             value = getattr(part, name)
-            new = map_strings(value, _ArgumentCheck(self, message_id, part_index, name))
+            new = map_strings(value, _ArgumentCheck(self, message_id, part_index, name, seen))
             if new is not value:
                 update[name] = new
         return part.model_copy(update=update) if update else part
@@ -141,7 +166,7 @@ class _ArgumentCheck:
     """Checks the strings of one part's tool-call arguments, or of one field of its result (a callable
     for ``map_strings``)."""
 
-    __slots__ = ("check", "field", "message_id", "part_index")
+    __slots__ = ("check", "field", "message_id", "part_index", "seen")
 
     def __init__(
         self,
@@ -149,18 +174,25 @@ class _ArgumentCheck:
         message_id: str,
         part_index: int,
         field: Literal["result", "model_output"] | None = None,
+        seen: dict[str, str | None] | None = None,
     ) -> None:
         self.check = check
         self.message_id = message_id
         self.part_index = part_index
         self.field = field
+        self.seen = seen
 
     def run(self, args: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = map_strings(args, self)
         return result
 
     def __call__(self, value: str, path: ArgPath) -> str | None:
-        return self.check.text(value, self.message_id, self.part_index, path, self.field)
+        seen = self.seen
+        if seen is None:
+            return self.check.text(value, self.message_id, self.part_index, path, self.field)
+        if value not in seen:
+            seen[value] = self.check.text(value, self.message_id, self.part_index, path, self.field)
+        return seen[value]
 
 
 class KnownText:

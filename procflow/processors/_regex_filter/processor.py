@@ -267,6 +267,7 @@ class RegexFilterProcessor:
             report=self.on_violation is not None and self.strategy == "redact",
             include_values=self.include_redacted_values,
             tool_arguments=self.tool_arguments,
+            tool_results=phase == "process_input",
         )
         out = [check.message(message) for message in messages]
         changed = check.changed
