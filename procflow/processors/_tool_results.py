@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 from procflow._messages import Message
 from procflow._messages.parts import ToolInvocationPart
 from procflow.processors._args import ProcessInputStepArgs, ProcessInputStepResult
-from procflow.processors._regex_filter.tool_args import map_strings
+from procflow.processors._tool_args import ArgPath, map_strings
 
 __all__ = [
     "RESULT_FIELDS",
@@ -21,11 +21,14 @@ __all__ = [
     "is_on_tool_results_only",
     "judge_tool_results",
     "on_tool_results_only",
+    "part_strings",
+    "rewrite_part",
     "tool_result_strings",
     "withheld",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_Field = TypeVar("_Field", bound=str)
 
 _ONLY = "__procflow_tool_results_only__"
 
@@ -33,13 +36,34 @@ RESULT_FIELDS: tuple[Literal["result", "model_output"], ...] = ("result", "model
 """The fields of a tool-invocation part a tool fills in (``model_output``: what the model is shown)."""
 
 
+def part_strings(part: ToolInvocationPart, fields: Iterable[str], found: list[str]) -> None:
+    """Append every non-empty string inside ``fields`` of ``part`` (at any depth) to ``found``."""
+    for name in fields:
+        map_strings(getattr(part, name), lambda text, _path: found.append(text))
+
+
 def tool_result_strings(part: ToolInvocationPart) -> list[str]:
     """Every distinct non-empty string a tool put in its invocation part (its result, its output for
     the model): what the model reads of the tool's work."""
     found: list[str] = []
-    for name in RESULT_FIELDS:
-        map_strings(getattr(part, name), lambda text, _path: found.append(text))
+    part_strings(part, RESULT_FIELDS, found)
     return list(dict.fromkeys(found))
+
+
+def rewrite_part(
+    part: ToolInvocationPart,
+    fields: Iterable[_Field],
+    change: Callable[[_Field], Callable[[str, ArgPath], str | None]],
+) -> ToolInvocationPart:
+    """``part`` with each string of each of ``fields`` replaced by ``change(field)(string, path)`` when
+    that is not ``None`` (see ``map_strings``); the same object when nothing changed."""
+    update: dict[str, Any] = {}
+    for name in fields:
+        value = getattr(part, name)
+        new = map_strings(value, change(name))
+        if new is not value:
+            update[name] = new
+    return part.model_copy(update=update) if update else part
 
 
 _JUDGED = "judged_tool_results"

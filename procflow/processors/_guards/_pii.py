@@ -22,11 +22,11 @@ from procflow.processors._guards._texts import (
     user_facing,
 )
 from procflow.processors._guards._windows import SentenceHolding
-from procflow.processors._regex_filter.tool_args import map_strings
 from procflow.processors._tool_results import (
     RESULT_FIELDS,
     judge_tool_results,
     on_tool_results_only,
+    rewrite_part,
     withheld,
 )
 
@@ -297,5 +297,4 @@ class PIIDetector(SentenceHolding, GuardBase):
         def change(text: str, _path: Any) -> str | None:
             return results.get(text)
 
-        update: dict[str, Any] = {name: map_strings(getattr(part, name), change) for name in RESULT_FIELDS}
-        return part.model_copy(update=update)
+        return rewrite_part(part, RESULT_FIELDS, lambda _field: change)

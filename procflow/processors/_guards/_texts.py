@@ -12,7 +12,7 @@ from typing import Any
 
 from procflow._messages import Message
 from procflow._messages.parts import TextPart, ToolInvocationPart
-from procflow.processors._regex_filter.tool_args import map_strings
+from procflow.processors._tool_results import RESULT_FIELDS, part_strings, rewrite_part
 
 __all__ = [
     "TOOL_FIELDS",
@@ -24,7 +24,7 @@ __all__ = [
     "user_facing",
 ]
 
-TOOL_FIELDS = ("args", "result", "model_output")
+TOOL_FIELDS = ("args", *RESULT_FIELDS)
 """The fields of a tool-invocation part whose strings reach the model."""
 
 
@@ -82,8 +82,7 @@ def tool_strings(message: Message) -> list[str]:
     found: list[str] = []
     for part in message.content.parts:
         if isinstance(part, ToolInvocationPart):
-            for name in TOOL_FIELDS:
-                map_strings(getattr(part, name), lambda text, _path: found.append(text))
+            part_strings(part, TOOL_FIELDS, found)
     return list(dict.fromkeys(found))
 
 
@@ -101,11 +100,10 @@ def rewrite_tool_strings(message: Message, rewrite: Callable[[str], str]) -> Mes
     for index, part in enumerate(message.content.parts):
         if not isinstance(part, ToolInvocationPart):
             continue
-        update = {name: map_strings(getattr(part, name), change) for name in TOOL_FIELDS}
-        update = {name: value for name, value in update.items() if value is not getattr(part, name)}
-        if update:
+        new = rewrite_part(part, TOOL_FIELDS, lambda _field: change)
+        if new is not part:
             parts = parts if parts is not None else list(message.content.parts)
-            parts[index] = part.model_copy(update=update)
+            parts[index] = new
     if parts is None:
         return message
     return message.model_copy(update={"content": message.content.model_copy(update={"parts": parts})})

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from procflow._messages import Chunk
-from procflow.processors._regex_filter.tool_args import map_strings
+from procflow.processors._tool_args import map_strings
 
 __all__ = ["HELD_KINDS", "SENTENCE_END", "Segmenter", "SentenceHolding", "StreamWindow", "judged_chunk"]
 

@@ -15,8 +15,8 @@ from procflow.processors._regex_filter.report import (
     RegexTextPhase,
     apply_regions,
 )
-from procflow.processors._regex_filter.tool_args import ArgPath, map_strings
-from procflow.processors._tool_results import RESULT_FIELDS
+from procflow.processors._tool_args import ArgPath, map_strings
+from procflow.processors._tool_results import RESULT_FIELDS, rewrite_part
 
 __all__ = ["KnownText", "MessageCheck"]
 
@@ -106,13 +106,9 @@ class MessageCheck:
         """The part with every string of its result (and its output for the model) checked; ``seen``
         collects each string checked and what it became (``None``: unchanged), and a string already in
         it is not checked again."""
-        update: dict[str, Any] = {}
-        for name in RESULT_FIELDS:
-            value = getattr(part, name)
-            new = map_strings(value, _ArgumentCheck(self, message_id, part_index, name, seen))
-            if new is not value:
-                update[name] = new
-        return part.model_copy(update=update) if update else part
+        return rewrite_part(
+            part, RESULT_FIELDS, lambda field: _ArgumentCheck(self, message_id, part_index, field, seen)
+        )
 
     def text(
         self,
