@@ -430,3 +430,36 @@ async def test_a_replayed_tool_result_trips_a_blocking_filter_once() -> None:
     result = await agent.generate(_replayed(f"key {AWS_KEY}"))
     assert result.tripwire is not None and model.requests == []
     assert [m["rule"] for m in result.tripwire.metadata["matches"]] == ["aws-key"]
+
+
+class RejectFirstStep:
+    """An output-step validator that sends the first step back once (abort with retry=True)."""
+
+    id = "reject-first"
+
+    def process_output_step(self, args: Any) -> None:
+        if args.retry_count == 0:
+            args.abort("Answer again.", retry=True)
+
+
+@pytest.mark.parametrize("strategy", ["block", "filter"])
+async def test_an_output_step_retry_of_the_tool_step_keeps_the_page_from_the_model(strategy: str) -> None:
+    """Each step is sent back once (the validator's retry count is per step): the tool step is run
+    again, and its result is judged before any model call reads it."""
+    call = ScriptedStep(tool_calls=[("fetch_page", {"lang": "zh"})])
+    model = ScriptedModel([call, call, "Too long.", "Done."])
+    agent = Agent(
+        id="a",
+        model=model,
+        tools=[fetch_page],
+        input_processors=[_guard(strategy)],
+        output_processors=[RejectFirstStep()],
+        max_processor_retries=1,
+    )
+    outcome = await _run(agent, "stream")
+    assert ATTACK not in _read_by_model(model)
+    if strategy == "block":
+        assert outcome.tripwire is not None and outcome.tripwire.processor_id == "prompt-injection-detector"
+    else:
+        assert outcome.tripwire is None and outcome.text == "Done." and len(model.requests) == 4
+        assert WITHHELD_TOOL_RESULT in _read_by_model(model)
