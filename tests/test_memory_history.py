@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from memory_support import Backend, backend, echo_agent, texts
 
-from procflow import Agent
+from procflow import Agent, tool
 from procflow.errors import ConfigurationError
 from procflow.memory import MESSAGE_HISTORY_ID, RESOURCE_ID_KEY, Memory, MessageHistory
 from procflow.processors import ProcessInputArgs, ProcessOutputResultArgs, RegexFilterProcessor
-from procflow.testing import ScriptedModel
+from procflow.testing import ScriptedModel, ScriptedStep
 
 __all__ = ["backend"]
 
@@ -113,6 +113,42 @@ async def test_redacted_text_is_what_is_stored(backend: Backend) -> None:
     assert "jane.doe@example.com" not in dumped
     assert "example.com" not in stored[0].text and stored[0].text.startswith("mail me at ")
     assert stored[1].text == model_answer(model)
+
+
+async def test_history_comes_back_as_the_guards_left_it_when_it_was_saved(backend: Backend) -> None:
+    """A tool result redacted before the model read it is stored redacted; recalled, it stays so. A
+    turn saved without the guard is recalled as saved: input guards judge the new input only."""
+
+    @tool
+    def read_config(name: str) -> dict[str, str]:
+        """Read a deployment's settings."""
+        return {"region": "eu-west-3", "access_key": "AKIAZ7Q3K9XW2M4T6PLB"}
+
+    def turn(guards: list[Any]) -> tuple[Agent, ScriptedModel]:
+        model = ScriptedModel([ScriptedStep(tool_calls=[("read_config", {"name": "prod"})]), "Done."])
+        agent = Agent(
+            id="ops",
+            model=model,
+            tools=[read_config],
+            memory=Memory(storage=backend.storage),
+            input_processors=guards,
+        )
+        return agent, model
+
+    redact = RegexFilterProcessor(presets=["secrets", "pii"], strategy="redact", phase="input")
+    agent, _ = turn([redact])
+    await agent.generate("Read prod; I am ana@example.org", memory=T)
+    later, model = turn([redact])
+    await later.generate("And staging?", memory=T)
+    sent = "".join(m.model_dump_json() for m in model.prompts[0])
+    assert "AKIAZ7Q3K9XW2M4T6PLB" not in sent and "ana@example.org" not in sent and "[AWS_KEY]" in sent
+
+    other = {"thread": "t-2", "resource": "user-1"}
+    unguarded, _ = turn([])
+    await unguarded.generate("Read prod", memory=other)
+    later, model = turn([redact])
+    await later.generate("And staging?", memory=other)
+    assert "AKIAZ7Q3K9XW2M4T6PLB" in "".join(m.model_dump_json() for m in model.prompts[0])
 
 
 def model_answer(model: ScriptedModel) -> str:
