@@ -196,7 +196,6 @@ def _filter(
         report=filt.on_violation is not None and redact,
         include_values=filt.include_redacted_values,
         tool_arguments=filt.tool_arguments,
-        tool_results=phase == "process_input",
     )
     out = [_checked(check, m) if type(m) is TextTurn else check.message(m) for m in messages]  # type: ignore[arg-type]
     found = check.found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from procflow._messages.message import Message
 from procflow._messages.parts import TextPart, ToolInvocationPart
@@ -25,6 +25,9 @@ __all__ = ["KnownText", "MessageCheck"]
 class MessageCheck:
     """One pass over the messages of a phase.
 
+    Every string of every tool result is checked too (the result, and the tool's output for the model):
+    a result string that is also the message's flattened text is checked and reported once.
+
     Attributes:
         find: Returns the hits in a text.
         phase: The hook, for reports.
@@ -32,8 +35,6 @@ class MessageCheck:
         report: Build a redaction detail per redacted text (only when someone listens).
         include_values: Put redacted values in the report.
         tool_arguments: Also check every string inside tool-call arguments.
-        tool_results: Also check every string inside tool results (what the model is sent of them);
-            a result string that is also the message's flattened text is checked and reported once.
         found: Tripwire-style match entries (``block``/``warn``).
         details: Redaction details, one per redacted part or flattened text.
         changed: Whether a message came out changed (a new object).
@@ -45,7 +46,6 @@ class MessageCheck:
     report: bool
     include_values: bool
     tool_arguments: bool = False
-    tool_results: bool = False
     found: list[dict[str, Any]] = field(default_factory=list)
     details: list[RegexRedactionDetail] = field(default_factory=list)
     changed: bool = False
@@ -69,7 +69,7 @@ class MessageCheck:
                     args = self.arguments(part.args, message.id, index)
                     if args is not part.args:
                         new_part = part.model_copy(update={"args": args})
-                if self.tool_results and part.state == "result":
+                if part.state == "result":
                     seen = seen if seen is not None else {}
                     new_part = self.tool_result(new_part, message.id, index, seen)
                 if new_part is not part:
@@ -110,73 +110,97 @@ class MessageCheck:
             part, RESULT_FIELDS, lambda field: _ArgumentCheck(self, message_id, part_index, field, seen)
         )
 
+    def carried(
+        self,
+        value: Any,
+        where: dict[str, Any],
+        field: Literal["result", "model_output"] | None = None,
+    ) -> Any:
+        """A streamed chunk's value (a tool call's arguments, a tool's result, a data chunk's data) with
+        every string checked (the same object when nothing changed); entries and reports name the
+        chunk by ``where`` (``tool_call_id`` and ``tool_name``, or ``chunk_type``), not a message."""
+        return map_strings(value, _ArgumentCheck(self, None, None, field, where=where))
+
     def text(
         self,
         text: str,
-        message_id: str,
+        message_id: str | None,
         part_index: int | None,
         arg_path: ArgPath | None = None,
         field: Literal["result", "model_output"] | None = None,
+        where: dict[str, Any] | None = None,
     ) -> str | None:
-        """The redacted text, or ``None`` when it is unchanged (or only recorded)."""
+        """The redacted text, or ``None`` when it is unchanged (or only recorded).
+
+        The text's place (``message_id``, ``part_index``, ``arg_path``, ``field`` and the keys of
+        ``where``, each when given) is put in each entry of ``found`` and in the redaction detail.
+        """
         hits = self.find(text)
         if not hits:
             return None
         if not self.redact:
+            place = _place(message_id, where, part_index, arg_path, field)
             for hit in sorted(hits, key=lambda hit: hit.start):
-                entry = {
-                    "rule": hit.rule.name,
-                    "match": REDACTED_MATCH,
-                    "index": hit.start,
-                    "message_id": message_id,
-                }
-                if part_index is not None:
-                    entry["part_index"] = part_index
-                if arg_path is not None:
-                    entry["arg_path"] = list(arg_path)
-                if field is not None:
-                    entry["field"] = field
-                self.found.append(entry)
+                self.found.append(
+                    {"rule": hit.rule.name, "match": REDACTED_MATCH, "index": hit.start, **place}
+                )
             return None
         new_text, entries = apply_regions(
             text, merge_hits(hits), report=self.report, include_values=self.include_values
         )
         if self.report:
-            detail: RegexRedactionDetail = {
-                "strategy": "redact",
-                "phase": self.phase,
-                "message_id": message_id,
-                "redactions": entries,
-            }
-            if part_index is not None:
-                detail["part_index"] = part_index
-            if arg_path is not None:
-                detail["arg_path"] = list(arg_path)
-            if field is not None:
-                detail["field"] = field
-            self.details.append(detail)
+            detail: dict[str, Any] = {"strategy": "redact", "phase": self.phase}
+            if message_id is not None:
+                detail["message_id"] = message_id
+            detail["redactions"] = entries
+            detail.update(_place(message_id, where, part_index, arg_path, field))
+            self.details.append(cast(RegexRedactionDetail, detail))
         return new_text
+
+
+def _place(
+    message_id: str | None,
+    where: dict[str, Any] | None,
+    part_index: int | None,
+    arg_path: ArgPath | None,
+    field: str | None,
+) -> dict[str, Any]:
+    """Where a text is, as report keys: only those given, in the order reports list them."""
+    place: dict[str, Any] = {}
+    if message_id is not None:
+        place["message_id"] = message_id
+    if where:
+        place.update(where)
+    if part_index is not None:
+        place["part_index"] = part_index
+    if arg_path is not None:
+        place["arg_path"] = list(arg_path)
+    if field is not None:
+        place["field"] = field
+    return place
 
 
 class _ArgumentCheck:
     """Checks the strings of one part's tool-call arguments, or of one field of its result (a callable
     for ``map_strings``)."""
 
-    __slots__ = ("check", "field", "message_id", "part_index", "seen")
+    __slots__ = ("check", "field", "message_id", "part_index", "seen", "where")
 
     def __init__(
         self,
         check: MessageCheck,
-        message_id: str,
-        part_index: int,
+        message_id: str | None,
+        part_index: int | None,
         field: Literal["result", "model_output"] | None = None,
         seen: dict[str, str | None] | None = None,
+        where: dict[str, Any] | None = None,
     ) -> None:
         self.check = check
         self.message_id = message_id
         self.part_index = part_index
         self.field = field
         self.seen = seen
+        self.where = where
 
     def run(self, args: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = map_strings(args, self)
@@ -184,10 +208,11 @@ class _ArgumentCheck:
 
     def __call__(self, value: str, path: ArgPath) -> str | None:
         seen = self.seen
+        check = self.check
         if seen is None:
-            return self.check.text(value, self.message_id, self.part_index, path, self.field)
+            return check.text(value, self.message_id, self.part_index, path, self.field, self.where)
         if value not in seen:
-            seen[value] = self.check.text(value, self.message_id, self.part_index, path, self.field)
+            seen[value] = check.text(value, self.message_id, self.part_index, path, self.field, self.where)
         return seen[value]
 
 

@@ -57,7 +57,7 @@ from procflow.processors._regex_filter.stream import (
     Release,
     StreamScanner,
 )
-from procflow.processors._tool_results import judge_tool_results, on_tool_results_only
+from procflow.processors._tool_results import RESULT_FIELDS, judge_tool_results, on_tool_results_only
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -96,10 +96,13 @@ class RegexFilterProcessor:
             long a custom rule's *complete* match that more text could still extend is held before it
             is accepted as it is. Matches in progress are held back whole whatever this is (partial
             matching says where they start), up to ``stream_hold_limit``.
-        tool_arguments: Also check every string inside tool-call arguments of the messages (in
-            ``process_input`` and ``process_output_result``), with the same strategy; reports name
-            the part (``part_index``) and the ``arg_path``. Default: on when ``phase`` is ``"input"``
-            or ``"all"``, off for ``"output"``.
+        tool_arguments: Also check every string inside tool-call arguments, with the same strategy:
+            in the messages (``process_input``, ``process_output_result``; reports name the part,
+            ``part_index``, and the ``arg_path``) and, on output, in each streamed ``tool-call`` chunk
+            before the tool runs (``redact`` changes what the tool receives, ``block`` stops the run
+            before the tool is called; reports name the ``tool_call_id``, ``tool_name`` and
+            ``arg_path``). Default: on when ``phase`` is ``"input"`` or ``"all"``, off for
+            ``"output"``.
         stream_hold_limit: The most characters a stream holds back for one possible match (default
             65,536). Past it the stream fails closed: a tripwire (``error="stream_hold_limit"``)
             rather than releasing the start of a secret.
@@ -112,7 +115,7 @@ class RegexFilterProcessor:
 
     name = "Regex Filter"
     description = "Blocks, redacts or flags text matching regular expressions (no model call)."
-    process_data_parts = False
+    process_data_parts = True
 
     def __init__(
         self,
@@ -267,7 +270,6 @@ class RegexFilterProcessor:
             report=self.on_violation is not None and self.strategy == "redact",
             include_values=self.include_redacted_values,
             tool_arguments=self.tool_arguments,
-            tool_results=phase == "process_input",
         )
         out = [check.message(message) for message in messages]
         changed = check.changed
@@ -313,8 +315,10 @@ class RegexFilterProcessor:
         ``data-*`` chunks pass at once, ahead of held text, which stays one text with what follows;
         text-start/text-end chunks wait in place with the text (text split across text blocks is
         checked as one text); any other chunk (a tool call, a step's end) first releases the held
-        text, checked as final. A custom rule that times out, or a possible match longer than
-        ``stream_hold_limit``, stops the stream with a tripwire: the runner would let the chunk through.
+        text, checked as final. The strings a tool call's arguments (with ``tool_arguments``), a
+        tool's result or a ``data-*`` chunk's data carry are checked as the chunk passes. A custom
+        rule that times out, or a possible match longer than ``stream_hold_limit``, stops the stream
+        with a tripwire: the runner would let the chunk through.
         """
         try:
             chunk = args.part
@@ -381,6 +385,12 @@ class RegexFilterProcessor:
             return chunk
         kind = chunk.type
         stream: Stream | None = args.state.get(_STATE_KEY)
+        if kind == "tool-result" or (kind == "tool-call" and self.tool_arguments):
+            out = [] if stream is None else await self._finish(stream, args)
+            out.append(await self._check_carried(chunk, args))
+            return out
+        if kind.startswith("data-"):
+            return await self._check_carried(chunk, args)  # ahead of held text, which stays one text
         if kind == "text-delta":
             text = chunk.payload.get("text")
             if not isinstance(text, str) or not text:
@@ -401,6 +411,45 @@ class RegexFilterProcessor:
         out = await self._finish(stream, args)
         out.append(chunk)
         return out
+
+    async def _check_carried(self, chunk: Chunk, args: ProcessorArgs) -> Chunk:
+        """The strings a non-text chunk carries, checked as it passes: a tool call's arguments (before
+        the tool runs: the step's tool call is built from this chunk, so ``redact`` changes what the
+        tool receives and ``block`` stops it from running), a tool's result, a ``data-*`` chunk's data.
+        """
+        kind, payload = chunk.type, chunk.payload
+        if kind.startswith("data-"):
+            where: dict[str, Any] = {"chunk_type": kind}
+            fields: tuple[str, ...] = ("data",)
+        else:
+            where = {
+                "tool_call_id": str(payload.get("tool_call_id", "")),
+                "tool_name": str(payload.get("tool_name", "")),
+            }
+            fields = ("args",) if kind == "tool-call" else RESULT_FIELDS
+        check = MessageCheck(
+            find=self._find,
+            phase="process_output_stream",
+            redact=self.strategy == "redact",
+            report=self.on_violation is not None and self.strategy == "redact",
+            include_values=self.include_redacted_values,
+        )
+        changed: dict[str, Any] = {}
+        for name in fields:
+            value = payload.get(name)
+            if value is None:
+                continue
+            field = name if name == "result" or name == "model_output" else None
+            new = check.carried(value, where, field)  # type: ignore[arg-type]
+            if new is not value:
+                changed[name] = new
+        if check.found and self.strategy == "block":
+            self._block(args, check.found)
+        if check.found and self.strategy == "warn":
+            warn_matches(self.id, "process_output_stream", [entry["rule"] for entry in check.found])
+        for detail in check.details:
+            await self._report(detail)
+        return Chunk(kind, {**payload, **changed}, chunk.transient) if changed else chunk
 
     def _warn_feed(self, stream: Stream, text: str) -> None:
         try:

@@ -57,12 +57,17 @@ class RegexRedactionDetail(TypedDict):
     ``arg_path`` (keys and list indexes) is set for a string inside a tool call's arguments, whose
     part ``part_index`` is; for a string inside a tool's result (``process_input_step``), ``field``
     says which (``"result"``, or ``"model_output"``: what the model is shown) and ``arg_path`` is the
-    path inside it.
+    path inside it. In ``process_output_stream``, a string inside a streamed tool call's arguments
+    or a tool's result is named by the call's ``tool_call_id`` and ``tool_name`` (and the result's
+    ``field``), one inside a ``data-*`` chunk by its ``chunk_type``; ``arg_path`` is the path inside.
     """
 
     strategy: Literal["redact"]
     phase: RegexTextPhase
     message_id: NotRequired[str]
+    tool_call_id: NotRequired[str]
+    tool_name: NotRequired[str]
+    chunk_type: NotRequired[str]
     part_index: NotRequired[int]
     arg_path: NotRequired[list[str | int]]
     field: NotRequired[Literal["result", "model_output"]]
