@@ -111,3 +111,13 @@ def in_parallel(*guards: Any) -> Any:
     """``guards`` as parallel branches, the first one's output selected."""
     workflow = create_workflow(id="p", input_schema=ProcessorStepSchema, output_schema=ProcessorStepSchema)
     return workflow.parallel(list(guards)).map(select(f"processor:{guards[0].id}")).commit()
+
+
+class RejectFirstStep:
+    """An output-step validator that sends the first step back once (abort with retry=True)."""
+
+    id = "reject-first"
+
+    def process_output_step(self, args: Any) -> None:
+        if args.retry_count == 0:
+            args.abort("Answer again, more briefly.", retry=True)

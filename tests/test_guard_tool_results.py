@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 import pytest
-from guard_seams_support import HATEFUL, PERSONAL, SHAPES, leaks, listed
+from guard_seams_support import HATEFUL, PERSONAL, SHAPES, RejectFirstStep, leaks, listed
 from guard_support import scripted_judge
 
 from procflow import Agent, tool
@@ -430,16 +430,6 @@ async def test_a_replayed_tool_result_trips_a_blocking_filter_once() -> None:
     result = await agent.generate(_replayed(f"key {AWS_KEY}"))
     assert result.tripwire is not None and model.requests == []
     assert [m["rule"] for m in result.tripwire.metadata["matches"]] == ["aws-key"]
-
-
-class RejectFirstStep:
-    """An output-step validator that sends the first step back once (abort with retry=True)."""
-
-    id = "reject-first"
-
-    def process_output_step(self, args: Any) -> None:
-        if args.retry_count == 0:
-            args.abort("Answer again.", retry=True)
 
 
 @pytest.mark.parametrize("strategy", ["block", "filter"])

@@ -11,6 +11,7 @@ from guard_seams_support import (
     HATEFUL,
     PERSONAL,
     SHAPES,
+    RejectFirstStep,
     dump_chunks,
     leaks,
     listed,
@@ -28,7 +29,6 @@ from procflow.processors import (
     ModerationProcessor,
     PIIDetector,
     ProcessorViolation,
-    ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
     StreamErrorRetryProcessor,
     SystemPromptScrubber,
@@ -166,16 +166,6 @@ async def test_any_chunking_and_any_break_point_of_a_retried_stream(
         assert leaks(seen) == []
     whole = await Agent(id="a", model=ScriptedModel([answer]), output_processors=[pii_guard()]).generate("x")
     assert seen.endswith(whole.text) and leaks(whole.text) == []
-
-
-class RejectFirstStep:
-    """An output-step validator that sends the first answer back once (abort with retry=True)."""
-
-    id = "reject-first"
-
-    def process_output_step(self, args: ProcessOutputStepArgs) -> None:
-        if args.retry_count == 0:
-            args.abort("Answer again, more briefly.", retry=True)
 
 
 @pytest.mark.parametrize("order", ["guard-first", "validator-first"])

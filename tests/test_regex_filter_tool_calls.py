@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 import pytest
-from guard_seams_support import SHAPES, dump_chunks, listed
+from guard_seams_support import SHAPES, RejectFirstStep, dump_chunks, listed
 from guard_support import chunked
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,7 +31,6 @@ from procflow import Agent, Chunk, ToolContext, tool
 from procflow.errors import APICallError
 from procflow.processors import (
     ProcessorViolation,
-    ProcessOutputStepArgs,
     RegexFilterProcessor,
     StreamErrorRetryProcessor,
 )
@@ -291,16 +290,6 @@ async def test_a_provider_error_retry_checks_the_call_of_the_accepted_attempt(la
     chunks = [c async for c in output.full_stream]
     assert output.tripwire is None and output.text == "Sent."
     assert sent == [{"to": "[EMAIL]", "body": BODIES[lang][2]}] and leaks(dump_chunks(chunks)) == []
-
-
-class RejectFirstStep:
-    """An output-step validator that sends the first answer back once (abort with retry=True)."""
-
-    id = "reject-first"
-
-    def process_output_step(self, args: ProcessOutputStepArgs) -> None:
-        if args.retry_count == 0:
-            args.abort("Answer again.", retry=True)
 
 
 @pytest.mark.parametrize("order", ["filter-first", "validator-first"])

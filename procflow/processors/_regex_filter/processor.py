@@ -7,7 +7,7 @@ only the text where a match may still be in progress. See ``docs/concepts/stream
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, NoReturn
 
@@ -222,20 +222,9 @@ class RegexFilterProcessor:
     async def _check_result(
         self, args: ProcessInputStepArgs, message: Message, at: int, part: ToolInvocationPart, _: list[str]
     ) -> ToolInvocationPart:
-        check = MessageCheck(
-            find=self._find,
-            phase="process_input_step",
-            redact=self.strategy == "redact",
-            report=self.on_violation is not None and self.strategy == "redact",
-            include_values=self.include_redacted_values,
-        )
+        check = self._new_check("process_input_step")
         checked = check.tool_result(part, message.id, at)
-        if check.found and self.strategy == "block":
-            self._block(args, check.found)
-        if check.found and self.strategy == "warn":
-            warn_matches(self.id, "process_input_step", [entry["rule"] for entry in check.found])
-        for detail in check.details:
-            await self._report(detail)
+        await self._settle(check, check.found, args)
         return checked
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
@@ -263,28 +252,42 @@ class RegexFilterProcessor:
         known: KnownText | None = None,
         extra_hits: list[Hit] | None = None,
     ) -> list[Message] | None:
-        check = MessageCheck(
-            find=self._find if known is None else known,
-            phase=phase,
-            redact=self.strategy == "redact",
-            report=self.on_violation is not None and self.strategy == "redact",
-            include_values=self.include_redacted_values,
-            tool_arguments=self.tool_arguments,
-        )
+        check = self._new_check(phase, known, tool_arguments=self.tool_arguments)
         out = [check.message(message) for message in messages]
-        changed = check.changed
         found = check.found
         if not found and extra_hits and self.strategy != "redact":
             found = [
                 {"rule": hit.rule.name, "match": REDACTED_MATCH, "index": hit.start} for hit in extra_hits
             ]
+        await self._settle(check, found, args)
+        return out if check.changed else None
+
+    def _new_check(
+        self,
+        phase: RegexTextPhase,
+        find: Callable[[str], list[Hit]] | None = None,
+        *,
+        tool_arguments: bool = False,
+    ) -> MessageCheck:
+        """A pass over texts for ``phase``, with this filter's strategy and reporting."""
+        redact = self.strategy == "redact"
+        return MessageCheck(
+            find=self._find if find is None else find,
+            phase=phase,
+            redact=redact,
+            report=redact and self.on_violation is not None,
+            include_values=self.include_redacted_values,
+            tool_arguments=tool_arguments,
+        )
+
+    async def _settle(self, check: MessageCheck, found: list[dict[str, Any]], args: ProcessorArgs) -> None:
+        """After a pass: ``block`` aborts on what it found, ``warn`` logs it, ``redact`` reports."""
         if found and self.strategy == "block":
             self._block(args, found)
         if found and self.strategy == "warn":
-            warn_matches(self.id, phase, [entry["rule"] for entry in found])
+            warn_matches(self.id, check.phase, [entry["rule"] for entry in found])
         for detail in check.details:
             await self._report(detail)
-        return out if changed else None
 
     def _block(self, args: ProcessorArgs, matches: list[dict[str, Any]]) -> None:
         unique = {repr(sorted(entry.items())): entry for entry in matches}
@@ -427,13 +430,7 @@ class RegexFilterProcessor:
                 "tool_name": str(payload.get("tool_name", "")),
             }
             fields = ("args",) if kind == "tool-call" else RESULT_FIELDS
-        check = MessageCheck(
-            find=self._find,
-            phase="process_output_stream",
-            redact=self.strategy == "redact",
-            report=self.on_violation is not None and self.strategy == "redact",
-            include_values=self.include_redacted_values,
-        )
+        check = self._new_check("process_output_stream")
         changed: dict[str, Any] = {}
         for name in fields:
             value = payload.get(name)
@@ -443,12 +440,7 @@ class RegexFilterProcessor:
             new = check.carried(value, where, field)  # type: ignore[arg-type]
             if new is not value:
                 changed[name] = new
-        if check.found and self.strategy == "block":
-            self._block(args, check.found)
-        if check.found and self.strategy == "warn":
-            warn_matches(self.id, "process_output_stream", [entry["rule"] for entry in check.found])
-        for detail in check.details:
-            await self._report(detail)
+        await self._settle(check, check.found, args)
         return Chunk(kind, {**payload, **changed}, chunk.transient) if changed else chunk
 
     def _warn_feed(self, stream: Stream, text: str) -> None:
