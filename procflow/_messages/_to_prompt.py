@@ -110,14 +110,13 @@ def _assistant_to_prompt(message: Message, answered: frozenset[str]) -> list[Pro
             block.append(PromptReasoning(text=part.text, signature=part.signature))
         elif isinstance(part, FilePart | ImagePart):
             block.append(PromptFile(media_type=part.media_type, data=part.data, url=part.url))
-        elif isinstance(part, ToolInvocationPart) and part.state == "result":
+        elif isinstance(part, ToolInvocationPart) and (
+            part.state == "result" or part.tool_call_id in answered
+        ):
             block.append(
                 PromptToolCall(tool_call_id=part.tool_call_id, tool_name=part.tool_name, args=part.args)
             )
-            results.append(_tool_result(part))
-        elif isinstance(part, ToolInvocationPart) and part.tool_call_id in answered:
-            block.append(
-                PromptToolCall(tool_call_id=part.tool_call_id, tool_name=part.tool_name, args=part.args)
-            )
+            if part.state == "result":  # else a later ``tool`` message answers it
+                results.append(_tool_result(part))
     flush()
     return out

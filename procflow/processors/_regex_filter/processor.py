@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from procflow._logging import log
 from procflow._messages.chunk import Chunk
@@ -421,23 +421,23 @@ class RegexFilterProcessor:
         tool receives and ``block`` stops it from running), a tool's result, a ``data-*`` chunk's data.
         """
         kind, payload = chunk.type, chunk.payload
+        fields: tuple[tuple[str, Literal["result", "model_output"] | None], ...]
         if kind.startswith("data-"):
             where: dict[str, Any] = {"chunk_type": kind}
-            fields: tuple[str, ...] = ("data",)
+            fields = (("data", None),)
         else:
             where = {
                 "tool_call_id": str(payload.get("tool_call_id", "")),
                 "tool_name": str(payload.get("tool_name", "")),
             }
-            fields = ("args",) if kind == "tool-call" else RESULT_FIELDS
+            fields = (("args", None),) if kind == "tool-call" else tuple((f, f) for f in RESULT_FIELDS)
         check = self._new_check("process_output_stream")
         changed: dict[str, Any] = {}
-        for name in fields:
+        for name, field in fields:  # ``field``: the result's field a report names
             value = payload.get(name)
             if value is None:
                 continue
-            field = name if name == "result" or name == "model_output" else None
-            new = check.carried(value, where, field)  # type: ignore[arg-type]
+            new = check.carried(value, where, field)
             if new is not value:
                 changed[name] = new
         await self._settle(check, check.found, args)
