@@ -19,7 +19,7 @@ from procflow.errors import ConfigurationError
 from procflow.processors._args import ProcessInputArgs
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import message_texts, replace_text, user_facing
+from procflow.processors._guards._texts import read_texts, replace_text, user_facing
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
@@ -159,7 +159,7 @@ class LanguageDetector(GuardBase):
         }
 
     async def _check(self, message: Message, args: Any) -> Message:
-        text = "\n".join(message_texts(message))
+        text = "\n".join(read_texts(message))
         if len(text.strip()) < self.min_text_length:
             return message
         found = await self.detect(text)

@@ -19,7 +19,7 @@ from procflow.processors._args import (
 )
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import message_texts, tool_strings, user_facing
+from procflow.processors._guards._texts import read_texts, tool_strings, user_facing
 from procflow.processors._guards._windows import Segmenter, StreamWindow
 from procflow.processors._tool_results import judge_tool_results, on_tool_results_only, withheld
 
@@ -170,7 +170,7 @@ class ModerationProcessor(GuardBase):
         kept: list[Message] = []
         judged = {id(m) for m in user_facing(args.messages)}
         for message in args.messages:
-            texts = [*(message_texts(message) if id(message) in judged else []), *tool_strings(message)]
+            texts = [*(read_texts(message) if id(message) in judged else []), *tool_strings(message)]
             if texts and await self._verdict("\n".join(texts), args) is None:
                 continue
             kept.append(message)

@@ -14,7 +14,7 @@ from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, Pr
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
-    message_texts,
+    read_texts,
     replace_text,
     tool_strings,
     user_facing,
@@ -149,7 +149,7 @@ class PromptInjectionDetector(GuardBase):
 
     async def _check(self, message: Message, args: Any, *, user: bool) -> Message | None:
         """The message after the strategy (``None``: drop it); tool calls' strings are judged too."""
-        texts = message_texts(message) if user else []
+        texts = read_texts(message) if user else []
         tools = tool_strings(message)
         if not texts and not tools:
             return message

@@ -85,8 +85,13 @@ class StructuredOutputProcessor(GuardBase, Generic[ModelT]):
             return None
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message]:
-        """Validate (or structure) the final text and put the object on the result."""
-        text = args.result.text
+        """Validate (or structure) the final answer and put the object on the result.
+
+        The final answer is the last assistant message with text (one per step): what a model wrote
+        before calling a tool (a draft, an example object) is not the answer.
+        """
+        answers = (m.text for m in reversed(args.messages) if m.role == "assistant" and m.text)
+        text = next(answers, args.result.text)
         value = await self.judge.verdict(text, args.request_context) if self.use_model else self._parse(text)
         if value is None:
             reason = f"The answer could not be turned into {self.schema.__name__}"

@@ -17,6 +17,7 @@ from procflow.processors._tool_results import RESULT_FIELDS, part_strings, rewri
 __all__ = [
     "TOOL_FIELDS",
     "message_texts",
+    "read_texts",
     "replace_text",
     "rewrite_texts",
     "rewrite_tool_strings",
@@ -33,6 +34,21 @@ def message_texts(message: Message) -> list[str]:
     texts = [part.text for part in message.content.parts if isinstance(part, TextPart) and part.text]
     fallback = message.content.content
     if fallback and fallback not in texts:
+        texts.append(fallback)
+    return texts
+
+
+def read_texts(message: Message) -> list[str]:
+    """The message's text as the model reads it: its text parts joined as they are sent (nothing
+    between them), then its flattened ``content.content`` when that says something else.
+
+    A guard that gives one verdict per message judges this, not each part alone: a phrase split over
+    two text parts (``"ignore previous instruc"`` + ``"tions"``) reaches the model whole.
+    """
+    joined = "".join(part.text for part in message.content.parts if isinstance(part, TextPart))
+    texts = [joined] if joined else []
+    fallback = message.content.content
+    if fallback and fallback != joined:
         texts.append(fallback)
     return texts
 
