@@ -61,7 +61,9 @@ async def _run_every_phase(runner: PhaseRunner) -> None:
     await runner.run_input()
     await runner.run_input_step(settings)
     outcome = await runner.run_llm_request([], settings)
-    await runner.run_llm_response([Chunk.text_delta("hi")], settings, prompt=outcome.prompt, from_cache=False)
+    await runner.run_llm_response(
+        [Chunk.text_delta("hi")], settings, prompt=outcome.prompt, from_cache=False, dropped_chunks=0
+    )
     step = StepResult(step_number=0, text="hi", finish_reason="stop")
     await runner.run_output_step(step, [step])
     await runner.run_output_result(OutputResult(text="hi", finish_reason="stop"))

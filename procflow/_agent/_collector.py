@@ -42,12 +42,14 @@ class StepCollector:
     """
 
     __slots__ = (
+        "_deleted",
         "_keep",
         "_kind",
         "_run",
         "_signature",
         "chunks",
         "finish_reason",
+        "finished",
         "from_cache",
         "parts",
         "reasoning",
@@ -66,7 +68,9 @@ class StepCollector:
         self.tool_calls: list[ToolCall] = []
         self.finish_reason: FinishReason = "unknown"
         self.usage = Usage()
+        self.finished = False
         self.from_cache = False
+        self._deleted = 0
         self._run: list[str] = []
         self._kind = ""
         self._signature: str | None = None
@@ -76,6 +80,7 @@ class StepCollector:
         chunks = self.chunks
         chunks.append(chunk)
         if self._keep is not None and len(chunks) > 2 * self._keep:
+            self._deleted += len(chunks) - self._keep
             del chunks[: len(chunks) - self._keep]
         kind = chunk.type
         if kind == "text-delta" or kind == "reasoning-delta":
@@ -110,6 +115,7 @@ class StepCollector:
 
     def finish(self, chunk: Chunk) -> None:
         """Read the finish reason and usage from the model's ``finish`` chunk."""
+        self.finished = True
         reason = chunk.payload.get("finish_reason")
         if isinstance(reason, str):
             self.finish_reason = reason  # type: ignore[assignment]
@@ -135,6 +141,16 @@ class StepCollector:
         self._close()
         return Message(role="assistant", content=MessageContent(parts=list(self.parts)))
 
+    def kept(self) -> list[Chunk]:
+        """The chunks the step keeps: all of them, or with ``keep`` its last ``keep``."""
+        return self.chunks if self._keep is None else self.chunks[-self._keep :]
+
+    @property
+    def dropped(self) -> int:
+        """How many of the step's first chunks :meth:`kept` lacks (``keep`` dropped them)."""
+        keep = self._keep
+        return 0 if keep is None else self._deleted + max(0, len(self.chunks) - keep)
+
     def step_result(self, step_number: int, message: Message) -> StepResult:
         """The step's record; call after :meth:`message`."""
         if self.finish_reason == "unknown":
@@ -146,7 +162,7 @@ class StepCollector:
             tool_calls=list(self.tool_calls),
             finish_reason=self.finish_reason,
             usage=self.usage,
-            chunks=self.chunks if self._keep is None else self.chunks[-self._keep :],
+            chunks=self.kept(),
             messages=[message],
             from_cache=self.from_cache,
         )

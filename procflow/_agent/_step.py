@@ -132,6 +132,7 @@ class ModelStep:
                 return
             # The hot path: one iteration per model chunk, kept free of per-chunk allocations.
             failure: ModelError | None = None
+            tripped: TripWire | None = None
             collector, stream = self._collector, model.stream(self._request)
             active, push, add, pending = run.stream.active, run.stream.push, collector.add, run.pending
             try:
@@ -150,8 +151,13 @@ class ModelStep:
                         yield raw
             except ModelError as error:
                 failure = error
+            except TripWire as tripwire:
+                tripped = tripwire
             finally:
                 await _close(stream)
+            if tripped is not None:
+                await self._count_tripped(tripped)
+                raise tripped
             if failure is None:
                 for chunk in await self._end_stream():
                     yield chunk
@@ -196,12 +202,39 @@ class ModelStep:
         run = self.run
         if not run.stream.active:
             return []
-        out = await run.stream.flush()
-        for chunk in out:
-            self._collector.add(chunk)
-        if run.pending:
-            out.extend(await run.drain(self._collector))
+        try:
+            out = await run.stream.flush()
+            for chunk in out:
+                self._collector.add(chunk)
+            if run.pending:
+                out.extend(await run.drain(self._collector))
+        except TripWire as tripwire:
+            await self._count_tripped(tripwire)
+            raise
         return out
+
+    async def _count_tripped(self, tripwire: TripWire) -> None:
+        """A stream processor tripped the model call: what the provider billed for it counts all the same.
+
+        The usage the model reported joins the run's usage, and ``process_llm_response`` (a cost guard)
+        sees the chunks that passed, then the ``tripwire`` chunk and a ``finish`` chunk of reason
+        ``tripwire`` whose usage is ``None`` when the stream was cut before the model reported it. A
+        tripwire a hook raises here is dropped: the call already ends on this one.
+        """
+        run, collector = self.run, self._collector
+        run.usage = run.usage + collector.usage
+        usage = collector.usage.to_dict() if collector.finished else None
+        chunks = [
+            *collector.kept(),
+            Chunk("tripwire", tripwire.info().to_dict()),
+            Chunk("finish", {"finish_reason": "tripwire", "usage": usage}),
+        ]
+        response = run.llm.run_llm_response(
+            chunks, self.settings, prompt=self._prompt, from_cache=False, dropped_chunks=collector.dropped
+        )
+        again = await _tripped(response)
+        if again is not None:
+            log.debug("tripwire_dropped", processor_id=again.processor_id, hook="process_llm_response")
 
     async def _recover(self, error: ModelError) -> list[Chunk]:
         """Run ``process_api_error``; re-raise ``error`` unless a processor asks (within the cap) to retry."""
@@ -241,7 +274,9 @@ class ModelStep:
         if not collector.from_cache:
             finish = Chunk("finish", {"finish_reason": step.finish_reason, "usage": step.usage.to_dict()})
             chunks = [*step.chunks, finish]
-            await run.llm.run_llm_response(chunks, self.settings, prompt=self._prompt, from_cache=False)
+            await run.llm.run_llm_response(
+                chunks, self.settings, prompt=self._prompt, from_cache=False, dropped_chunks=collector.dropped
+            )
             out.extend(await run.drain())
         rejected = await _tripped(run.outputs.run_output_step(step, [*run.steps, step]))
         out.extend(await run.drain())

@@ -219,7 +219,13 @@ class PhaseRunner:
         return outcome
 
     async def run_llm_response(
-        self, chunks: list[Chunk], settings: StepSettings, *, prompt: Prompt, from_cache: bool
+        self,
+        chunks: list[Chunk],
+        settings: StepSettings,
+        *,
+        prompt: Prompt,
+        from_cache: bool,
+        dropped_chunks: int,
     ) -> None:
         """``process_llm_response``: side effects once a step's chunks are collected."""
         ctx = self.ctx
@@ -231,6 +237,7 @@ class PhaseRunner:
             args.step_number = settings.step_number
             args.steps = settings.steps
             args.from_cache = from_cache
+            args.dropped_chunks = dropped_chunks
             args.prompt = prompt
             await call_hook(hook, args, ctx)
 

@@ -107,13 +107,20 @@ class ProcessLLMRequestArgs(ProcessorArgs):
 @dataclass(slots=True, kw_only=True)
 class ProcessLLMResponseArgs(ProcessorArgs):
     """``process_llm_response``: the chunks of a finished step, ending with a ``finish`` chunk (its finish
-    reason and usage); ``from_cache`` when they were replayed."""
+    reason and usage); ``from_cache`` when they were replayed.
+
+    A model call a stream processor tripped comes here too (the provider billed it): its chunks end with
+    the ``tripwire`` chunk, then a ``finish`` chunk of reason ``tripwire`` whose ``usage`` is ``None``
+    when the stream was cut before the model reported it. ``dropped_chunks`` counts the step's first
+    chunks missing from ``chunks`` (``stream_history`` keeps only the last ones); 0 when it is whole.
+    """
 
     chunks: list[Chunk]
     model: LanguageModel | None
     step_number: int
     steps: list[StepResult]
     from_cache: bool
+    dropped_chunks: int
     prompt: Prompt
 
 

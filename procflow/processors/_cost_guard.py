@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from procflow._logging import log
+from procflow._messages._tool_json import tool_args_text
 from procflow._messages.request_context import JUDGE_USAGE_KEY
 from procflow._messages.results import Usage
 from procflow.cache import CounterStore, InMemoryCounterStore
@@ -14,6 +15,8 @@ from procflow.errors import CacheError, ConfigurationError
 from procflow.processors._args import ProcessLLMRequestArgs, ProcessLLMResponseArgs, ProcessorArgs
 from procflow.processors._base import ProcessorViolation, ViolationCallback, notify_violation
 from procflow.processors._prices import DEFAULT_MODEL_PRICES, ModelPrice, find_price
+from procflow.processors._prompt_budget import PromptCosts
+from procflow.processors._tokens import TiktokenCounter
 
 __all__ = ["CostGuardProcessor", "CostScope", "CostStrategy", "parse_window"]
 
@@ -27,6 +30,8 @@ _NANO = 1_000_000_000
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _MAX_WINDOW = 366 * 86400
+_DELTAS = frozenset({"text-delta", "reasoning-delta"})
+_ESTIMATE = TiktokenCounter()  # loads o200k_base on the first estimate only
 
 
 def parse_window(window: str | float) -> float:
@@ -53,7 +58,9 @@ class CostGuardProcessor:
     window's spend is read, and with ``strategy="block"`` a spend at or over ``max_cost`` stops the call
     with a tripwire. ``on_violation`` fires at most once per request for the soft threshold
     (``warn_at_percent``) and once for the hard one, with the spend in ``detail``. A model missing
-    from the table is logged once (``cost_guard_unknown_model``) and its calls are not counted. The
+    from the table is logged once (``cost_guard_unknown_model``) and its calls are not counted. A call
+    a guard blocked counts too; one cut before the model reported its usage is priced from an
+    estimate (``o200k_base`` counts of the prompt sent and of the output that passed). The
     judge calls of LLM-backed guards (recorded under ``JUDGE_USAGE_KEY`` in the request context) are
     priced and counted too, at the next model call or step end.
 
@@ -150,7 +157,28 @@ class CostGuardProcessor:
         model = args.model
         provider = str(getattr(model, "provider", "") or "")
         model_id = str(getattr(model, "model_id", "") or "")
-        return self._price(provider, model_id, finish.payload.get("usage"))
+        usage = finish.payload.get("usage")
+        if usage is None:  # a tripwire cut the stream before the model reported what it used
+            usage = self._estimate(args)
+        return self._price(provider, model_id, usage)
+
+    def _estimate(self, args: ProcessLLMResponseArgs) -> Usage:
+        """The usage of a cut call: ``o200k_base`` counts of the prompt sent and of the output read.
+
+        The prompt counts as :class:`TokenLimiter` counts it (3 tokens of framing per message, 85 per
+        file); the output is the text, reasoning and tool calls that passed before the tripwire.
+        """
+        costs = PromptCosts(_ESTIMATE, message_overhead=3, file_tokens=85)
+        chunks = args.chunks
+        output = costs.text("".join(str(c.payload.get("text") or "") for c in chunks if c.type in _DELTAS))
+        for chunk in chunks:
+            if chunk.type == "tool-call":
+                payload = chunk.payload
+                output += costs.text(str(payload.get("tool_name", "")))
+                output += costs.text(tool_args_text(payload.get("args") or {}))
+        usage = Usage(input_tokens=sum(costs.prompt(args.prompt)), output_tokens=output)
+        log.debug("cost_guard_usage_estimated", processor_id=self.id, **usage.to_dict())
+        return usage
 
     def _judge_cost(self, args: ProcessorArgs) -> float:
         """What LLM-backed guards spent on their judge calls since last time (their usage records)."""

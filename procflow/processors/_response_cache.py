@@ -110,7 +110,8 @@ class ResponseCache:
     payments): the replay reports the old result and nothing happens.
 
     Each step of the agent's tool loop is cached separately. Nothing is written unless the run
-    succeeds: an error, a tripwire or a finish other than ``stop``/``tool-calls`` writes no entry. A
+    succeeds: an error, a tripwire or a finish other than ``stop``/``tool-calls`` writes no entry, nor
+    does a step of more than the call's ``stream_history`` chunks (it kept only their tail). A
     cache that is down or slower than ``timeout`` is a logged miss, never a failed request.
 
     Args:
@@ -225,7 +226,17 @@ class ResponseCache:
         if args.from_cache or not isinstance(key, str):
             return
         pending: dict[int, tuple[str, list[dict[str, Any]]]] = args.state.setdefault("pending", {})
-        if not _cacheable(args.chunks):
+        if args.dropped_chunks:  # only the step's tail is left: a hit would replay part of the answer
+            log.debug(
+                "response_cache_not_stored",
+                processor_id=self.id,
+                step_number=args.step_number,
+                reason="stream_history",
+                dropped_chunks=args.dropped_chunks,
+            )
+            pending.pop(args.step_number, None)
+            return
+        if not _cacheable(args.chunks):  # a tripped, failed or cut-off answer
             pending.pop(args.step_number, None)
             return
         pending[args.step_number] = (key, [c.to_dict() for c in args.chunks])

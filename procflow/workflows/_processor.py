@@ -239,6 +239,7 @@ class ProcessorAdapter:
             chunks=args.chunks,
             prompt=args.prompt,
             from_cache=args.from_cache,
+            dropped_chunks=args.dropped_chunks,
         )
         await self._run(data, "process_llm_response")
 

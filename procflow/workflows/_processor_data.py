@@ -85,6 +85,8 @@ class ProcessorStepSchema:
             processor steps then do nothing, as in a processor list).
         answered_by: The id of the processor that answered.
         from_cache: For ``llm_response``: whether the chunks were replayed instead of generated.
+        dropped_chunks: For ``llm_response``: how many of the step's first chunks ``chunks`` lacks
+            (``stream_history`` keeps only the last ones).
         error: For ``api_error``: the provider's error.
         retry_by: For ``api_error``: the id of the processor that asked to re-issue the call (later
             processor steps then do nothing).
@@ -105,6 +107,7 @@ class ProcessorStepSchema:
     answer: list[Chunk] | None = None
     answered_by: str | None = None
     from_cache: bool = False
+    dropped_chunks: int = 0
     error: Exception | None = None
     retry_by: str | None = None
 
@@ -183,6 +186,7 @@ class ProcessorStepSchema:
             answer=self.answer,
             answered_by=self.answered_by,
             from_cache=self.from_cache,
+            dropped_chunks=self.dropped_chunks,
             error=self.error,
             retry_by=self.retry_by,
         )

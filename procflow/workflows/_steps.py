@@ -294,7 +294,11 @@ async def _call_model_phase(
             data.answer, data.answered_by = outcome.chunks, outcome.answered_by
     elif phase == "llm_response":
         await runner.run_llm_response(
-            data.chunks, settings, prompt=data.prompt or [], from_cache=data.from_cache
+            data.chunks,
+            settings,
+            prompt=data.prompt or [],
+            from_cache=data.from_cache,
+            dropped_chunks=data.dropped_chunks,
         )
     elif phase == "api_error":
         if data.retry_by is not None or data.error is None:
