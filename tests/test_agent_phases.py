@@ -211,14 +211,14 @@ class CountChunks:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_llm_request_answer_replaces_the_model_call(mode: str) -> None:
-    """``process_llm_request`` chunks stand in for the model; stream and response hooks skip them."""
+    """``process_llm_request`` chunks stand in for the model: stream hooks see them, the response hook not."""
     model, cache, counter = ScriptedModel(), CacheHit(), CountChunks()
     agent = Agent(id="a", model=model, input_processors=[cache], output_processors=[counter])
     outcome = await call(agent, mode, "Hi")
     assert model.calls == 0
     assert outcome.result.text == "cached answer"
     assert outcome.result.steps[0].from_cache
-    assert (counter.text_chunks, cache.responses) == (0, 0)
+    assert (counter.text_chunks, cache.responses) == (2, 0)
     assert [c.text for c in outcome.chunks if c.type == "text-delta"] == (
         ["cached ", "answer"] if outcome.chunks else []
     )

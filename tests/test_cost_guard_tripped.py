@@ -236,3 +236,25 @@ async def test_the_first_tripwire_is_the_one_reported(mode: str) -> None:
         assert [c.payload["processor_id"] for c in outcome.chunks if c.type == "tripwire"] == [
             "stop-at-chunk"
         ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_replayed_answer_a_guard_blocks_is_not_billed(mode: str) -> None:
+    """A cache hit costs no model call: a stream guard blocking the replay adds nothing to the spend."""
+    store = InMemoryServerCache()
+    step = ScriptedStep(text=TEXTS["en"], usage=BILLED)
+    writer = Agent(id="a", model=ScriptedModel([step]), input_processors=[ResponseCache(cache=store)])
+    await call(writer, mode, "Hi", request_context=user())  # stored by an agent without the guard
+    guard, spent = spend_meter()
+    model = ScriptedModel([step], repeat_last=True)
+    guarded = Agent(
+        id="a",
+        model=model,
+        input_processors=[guard, ResponseCache(cache=store)],
+        output_processors=[RegexFilterProcessor(presets=["pii"], strategy="block")],
+    )
+    replayed = await call(guarded, mode, "Hi", request_context=user())
+    assert replayed.result.tripwire is not None and replayed.result.tripwire.processor_id == "regex-filter"
+    assert model.calls == 0 and replayed.result.usage == Usage()
+    again = await call(guarded, mode, "Hi", request_context=user())
+    assert spent == [] and again.result.tripwire is not None

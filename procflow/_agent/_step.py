@@ -121,20 +121,28 @@ class ModelStep:
         return out
 
     async def call(self) -> AsyncGenerator[Chunk, None]:
-        """Call the model, again for each API error a processor retries, yielding each processed chunk."""
+        """Call the model, again for each API error a processor retries, yielding each processed chunk.
+
+        An answer a processor supplied (a cache hit) streams in the model's place, through the same
+        stream processors: a guard judges a replayed answer as it judged the model's.
+        """
         run, model = self.run, self.model
         while True:
             for chunk in await self._start_call():
                 yield chunk
-            if self._answer is not None:
-                for chunk in self._replay(self._answer):
-                    yield chunk
-                return
+            active, answer = run.stream.active, self._answer
+            if answer is not None:
+                self._collector.from_cache = True
+                if not active:  # nothing to process them: delivered as stored, no async step per chunk
+                    for chunk in self._replay(answer):
+                        yield chunk
+                    return
             # The hot path: one iteration per model chunk, kept free of per-chunk allocations.
             failure: ModelError | None = None
             tripped: TripWire | None = None
-            collector, stream = self._collector, model.stream(self._request)
-            active, push, add, pending = run.stream.active, run.stream.push, collector.add, run.pending
+            collector = self._collector
+            stream = model.stream(self._request) if answer is None else self._replayed_stream(answer)
+            push, add, pending = run.stream.push, collector.add, run.pending
             try:
                 async for raw in stream:
                     if raw.type == "finish":
@@ -165,10 +173,22 @@ class ModelStep:
             for chunk in await self._recover(failure):
                 yield chunk
 
+    async def _replayed_stream(self, answer: list[Chunk]) -> AsyncGenerator[Chunk, None]:
+        """A processor's answer as the model's stream: what the loop reads in place of the model's.
+
+        The answer's ``tool-result`` chunks (the step's tool results) are set aside: :meth:`finish`
+        delivers them in place of running the tools.
+        """
+        replayed = self._replayed
+        for chunk in answer:
+            if chunk.type == "tool-result":
+                replayed.append(chunk)
+            else:
+                yield chunk
+
     def _replay(self, answer: list[Chunk]) -> list[Chunk]:
-        """A processor answered instead of the model: its chunks skip the stream processors."""
+        """A processor's answer when no stream processor runs: collected, and delivered as stored."""
         collector = self._collector
-        collector.from_cache = True
         out: list[Chunk] = []
         for chunk in answer:
             if chunk.type == "finish":
@@ -219,9 +239,12 @@ class ModelStep:
         The usage the model reported joins the run's usage, and ``process_llm_response`` (a cost guard)
         sees the chunks that passed, then the ``tripwire`` chunk and a ``finish`` chunk of reason
         ``tripwire`` whose usage is ``None`` when the stream was cut before the model reported it. A
-        tripwire a hook raises here is dropped: the call already ends on this one.
+        tripwire a hook raises here is dropped: the call already ends on this one. A replayed answer (a
+        cache hit) was billed by no one: nothing is counted.
         """
         run, collector = self.run, self._collector
+        if collector.from_cache:
+            return  # a replayed answer: no model call was billed
         run.usage = run.usage + collector.usage
         usage = collector.usage.to_dict() if collector.finished else None
         chunks = [
@@ -288,7 +311,7 @@ class ModelStep:
         # The step stays open (``open_id``) until its last chunk passed the stream processors: a
         # tripwire on a tool's data chunk, a tool result or the step-finish chunk drops it whole.
         if collector.from_cache:
-            out.extend(self._replay_tools(step, message.id))
+            out.extend(await self._replay_tools(step, message.id))
         else:
             out.extend(await self._run_tools(step, message.id))
         out.extend(await run.through(step_finish_chunk(self.number, step.finish_reason, step.usage)))
@@ -318,17 +341,26 @@ class ModelStep:
         self._attach(message_id, out)
         return out
 
-    def _replay_tools(self, step: StepResult, message_id: str) -> list[Chunk]:
-        """A cached step: its tool results come from the cache; no tool runs again."""
+    async def _replay_tools(self, step: StepResult, message_id: str) -> list[Chunk]:
+        """A cached step: its tool results come from the cache; no tool runs again.
+
+        The step keeps the results as stored (what the next model call reads, and what its cache key
+        is derived from); the consumer gets them through the stream processors, like executed ones.
+        """
+        run = self.run
         chunks, self._replayed = self._replayed, []
-        results = [_replayed_result(chunk) for chunk in chunks]
-        if results:
-            step.tool_results = results
-            message = self.run.ml.get(message_id)
-            if message is not None:
-                record_results(message, results)
-                step.messages = [message]
-        return chunks
+        if not chunks:
+            return []
+        step.tool_results = [_replayed_result(chunk) for chunk in chunks]
+        message = run.ml.get(message_id)
+        if message is not None:
+            record_results(message, step.tool_results)
+            step.messages = [message]
+        out: list[Chunk] = []
+        for chunk in chunks:
+            out.extend(await run.through(chunk))
+        self._attach(message_id, out)
+        return out
 
     def _attach(self, message_id: str, chunks: list[Chunk]) -> None:
         message = self.run.ml.get(message_id)

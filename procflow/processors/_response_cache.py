@@ -1,10 +1,12 @@
 """``ResponseCache``: answer a repeated model step from a :class:`~procflow.cache.ServerCache`.
 
 The processor looks up in ``process_llm_request`` (after memory and earlier processors shaped the
-prompt) and, on a hit, returns the stored chunks instead of calling the model. A step's chunks are
-noted in ``process_llm_response`` and written only when the whole run succeeded (``commit_llm_run``,
-called by the agent once the final result passed every output processor), together with the step's
-tool results, so a replayed tool-loop step never runs its tools again.
+prompt) and, on a hit, returns the stored chunks instead of calling the model; the agent streams them
+through its output stream processors like the model's. A step's chunks (as its caller received them)
+are noted in ``process_llm_response`` and written only when the whole run succeeded
+(``commit_llm_run``, called by the agent once the final result passed every output processor),
+together with the step's tool results as the tools returned them, so a replayed tool-loop step never
+runs its tools again and the next step's prompt, hence its key, is the same as on the first run.
 """
 
 from __future__ import annotations
@@ -104,10 +106,13 @@ _NO_OVERRIDES = _Overrides()
 class ResponseCache:
     """Replays a model step's answer when the same resolved prompt comes again (an input processor).
 
-    A hit skips the model call: ``generate()`` collects the stored chunks, ``stream()`` yields them;
-    text, usage, finish reason, tool calls **and tool results** come from the cache. **Tools are not
-    executed again on a hit**, so do not cache agents whose tools have side effects (sending mail,
-    payments): the replay reports the old result and nothing happens.
+    A hit skips the model call: the stored chunks pass the agent's output stream processors like the
+    model's (a guard redacts, blocks or warns on them again), then ``generate()`` collects them and
+    ``stream()`` yields them; text, usage, finish reason, tool calls **and tool results** come from
+    the cache. **Tools are not executed again on a hit**, so do not cache agents whose tools have side
+    effects (sending mail, payments): the replay reports the old result and nothing happens. The
+    backend holds tool results as the tools returned them (the next step's key derives from them);
+    output guards re-run on every replay.
 
     Each step of the agent's tool loop is cached separately. Nothing is written unless the run
     succeeds: an error, a tripwire or a finish other than ``stop``/``tool-calls`` writes no entry, nor
