@@ -19,6 +19,9 @@ from procflow._messages.results import FinishReason, StepResult, ToolCall, Usage
 
 __all__ = ["StepCollector", "usage_of"]
 
+_MARKERS_INSIDE_TEXT = frozenset({"reasoning-start", "reasoning-end", "response-metadata"})
+"""Chunks that leave no part and do not end a text: stream processors pass them ahead of held text."""
+
 
 def usage_of(value: Any) -> Usage:
     """Read a ``finish`` chunk's usage, given as :class:`Usage` or as a dict of counts."""
@@ -38,7 +41,10 @@ class StepCollector:
     """Accumulates the chunks of one model step as they stream (after the output stream processors).
 
     Consecutive text (or reasoning) deltas become one part; tool calls, sources, files and non-transient
-    ``data-*`` chunks become parts in arrival order.
+    ``data-*`` chunks become parts in arrival order. A chunk that stores nothing and may interrupt a
+    text without ending it (a transient ``data-*`` chunk, ``response-metadata``, a reasoning block's
+    start or end) leaves the text part whole; a stored one splits it around its own part, in the
+    place it arrived (the two text parts still read as one text).
     """
 
     __slots__ = (
@@ -93,6 +99,17 @@ class StepCollector:
             if kind == "reasoning-delta" and chunk.payload.get("signature"):
                 self._signature = chunk.payload["signature"]
             return
+        if kind.startswith("data-"):
+            # A transient data chunk is not stored, so it never splits the text (or reasoning) it
+            # arrived inside; a stored one becomes a part where it arrived, between that text's parts.
+            if not chunk.transient:
+                self._close()
+                self.parts.append(
+                    DataPart(type=kind, data=chunk.payload.get("data"), id=chunk.payload.get("id"))
+                )
+            return
+        if kind in _MARKERS_INSIDE_TEXT and self._kind == "text-delta":
+            return  # stores nothing and, having passed ahead of held text, does not end that text
         self._close()
         if kind == "tool-call":
             payload = chunk.payload
@@ -103,11 +120,6 @@ class StepCollector:
             self.parts.append(
                 ToolInvocationPart(tool_call_id=call.tool_call_id, tool_name=call.tool_name, args=call.args)
             )
-        elif kind.startswith("data-"):
-            if not chunk.transient:
-                self.parts.append(
-                    DataPart(type=kind, data=chunk.payload.get("data"), id=chunk.payload.get("id"))
-                )
         elif kind == "source" and chunk.payload.get("source_id"):
             self.parts.append(SourcePart.model_validate(chunk.payload))
         elif kind == "file" and chunk.payload.get("media_type"):

@@ -66,16 +66,22 @@ class TokenLimiter(OutputLimiting, ProcessorBase):
     must be kept do not fit beside them, it raises a non-retryable tripwire saying so.
 
     As an **output processor** it caps the response text. ``count_mode="cumulative"`` (default) counts
-    the whole response exactly: each text run (the text between two other chunks, which becomes one
-    text part) is counted as one text, never as a sum of per-chunk counts, and the runs share the
-    budget. The stream keeps the longest prefix of the response that fits, cut between grapheme
-    clusters — the same text whatever the chunking, and the same text ``process_output_result`` keeps
-    from the whole response. ``strategy="truncate"`` then drops the rest and emits one transient
+    the whole response exactly: each text run is counted as one text, never as a sum of per-chunk
+    counts, and the runs share the budget. A run ends at a chunk that ends a text (a tool call, a text
+    block's end, a step's end); reasoning, sources, files, response metadata and ``data-*`` chunks pass
+    ahead of held text without ending it, as in :class:`~procflow.processors.RegexFilterProcessor`. In
+    the message a run is one text part, or several around the parts those chunks leave (a stored data
+    chunk, a reasoning block), and the result counts them as one text too. The stream keeps the longest
+    prefix of the response that fits, cut between grapheme clusters — the same text whatever the
+    chunking and wherever those chunks fall, and the same text ``process_output_result`` keeps from the
+    whole response. ``strategy="truncate"`` then drops the rest and emits one transient
     ``data-token-limit-reached`` chunk; ``strategy="abort"`` raises a tripwire when the response does
     not fit. To decide exactly, text near the limit is held back briefly: the last grapheme cluster of
     a chunk (it may still grow), and, once over the limit, the last word or two (BPE may still merge
     them into fewer tokens); it is released at the latest when the text run ends. Far from the limit
     chunks pass unchanged. ``count_mode="part"`` counts each chunk (and each final text part) alone.
+    On the output, list it after the guards that redact or block: a cut inside a match leaves a part
+    they no longer recognise (``ana.lopez@example``).
 
     Args:
         limit: The token budget (a positive int).

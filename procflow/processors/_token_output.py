@@ -11,7 +11,7 @@ import anyio.to_thread
 
 from procflow._messages.chunk import Chunk
 from procflow._messages.message import Message
-from procflow._messages.parts import Part, TextPart
+from procflow._messages.parts import DataPart, FilePart, Part, ReasoningPart, SourcePart, TextPart
 from procflow.processors._args import ProcessOutputResultArgs, ProcessOutputStreamArgs, StreamResult
 from procflow.processors._token_stream import PrefixBudget, truncate_to_tokens
 from procflow.processors._tokens import TiktokenCounter, TokenCounter, count_checked
@@ -20,6 +20,17 @@ __all__ = ["TOKEN_LIMIT_REACHED_CHUNK", "OutputLimiting"]
 
 TOKEN_LIMIT_REACHED_CHUNK = "data-token-limit-reached"
 """The type of the transient chunk a truncating TokenLimiter emits once when it starts dropping text."""
+
+
+_INSIDE_TEXT = frozenset(
+    {"reasoning-start", "reasoning-delta", "reasoning-end", "source", "file", "response-metadata"}
+)
+"""Chunks that interrupt a text run without ending it, as in RegexFilterProcessor: a later processor
+holding text back lets them pass ahead of it, so where they end up in the text depends on that
+processor; counting the text around them as one text keeps the stream and the result in step."""
+
+_INSIDE_TEXT_PARTS = (DataPart, FilePart, ReasoningPart, SourcePart)
+"""The parts those chunks (and stored ``data-*`` chunks) leave between the text parts of one run."""
 
 
 class OutputLimiting:
@@ -88,7 +99,13 @@ class OutputLimiting:
         return head
 
     def _other_chunk(self, args: ProcessOutputStreamArgs, part: Chunk) -> StreamResult:
-        """A non-text chunk ends the text run; a step's start and discarded end bound a retried attempt."""
+        """A non-text chunk ends the text run; a step's start and discarded end bound a retried attempt.
+
+        Reasoning, sources, files, response metadata and ``data-*`` chunks (seen with
+        ``process_data_parts``) pass at once, ahead of held text, without ending the run.
+        """
+        if part.type in _INSIDE_TEXT or part.is_data:
+            return part
         state = args.state
         if part.type == "step-finish" and "discarded" in part.payload:
             # The attempt's output is thrown away (a retried stream or step): so is its share of the
@@ -178,6 +195,20 @@ class OutputLimiting:
             return truncate_to_tokens(self.counter, text, self.limit)
         return room.take(text)
 
+    def _cut_runs(self, parts: list[Part], room: _Room) -> list[str]:
+        """What is kept of each text part, in order; the parts of one text run are cut as one text."""
+        return [head for run in _text_runs(parts) for head in self._cut_run(run, room)]
+
+    def _cut_run(self, run: list[str], room: _Room) -> list[str]:
+        if len(run) == 1 or self.count_mode == "part":
+            return [self._cut(text, room) for text in run]
+        head = self._cut("".join(run), room)
+        out: list[str] = []
+        for text in run:
+            out.append(head[: len(text)])
+            head = head[len(text) :]
+        return out
+
     def _limit_message(self, message: Message, room: _Room) -> Message:
         if message.role != "assistant":
             return message
@@ -185,11 +216,12 @@ class OutputLimiting:
         has_text = any(isinstance(p, TextPart) for p in message.content.parts)
         # The fallback mirrors the text parts: it is measured against the budget as the message found it.
         start = room.copy() if fallback and has_text else None
+        kept = iter(self._cut_runs(message.content.parts, room))
         parts: list[Part] = []
         changed = False
         for part in message.content.parts:
             if isinstance(part, TextPart):
-                head = self._cut(part.text, room)
+                head = next(kept)
                 if head != part.text:
                     changed = True
                     if not head:
@@ -274,6 +306,32 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+def _text_runs(parts: list[Part]) -> list[list[str]]:
+    """The texts of the text parts, by text run, as the stream counted them.
+
+    Text parts with only reasoning, source, file or data parts between them are one run: the chunks
+    behind those parts do not end a text run (see ``_INSIDE_TEXT``). Two text parts side by side
+    are two runs: only a chunk that ends the run (a text block's end…) splits a text part and leaves
+    no part of its own.
+    """
+    runs: list[list[str]] = []
+    run: list[str] | None = None
+    joins = False  # whether the next text part continues ``run``
+    for part in parts:
+        if isinstance(part, TextPart):
+            if run is not None and joins:
+                run.append(part.text)
+            else:
+                run = [part.text]
+                runs.append(run)
+            joins = False
+        elif isinstance(part, _INSIDE_TEXT_PARTS):
+            joins = run is not None
+        else:
+            run = None
+    return runs
+
+
 def _texts(message: Message) -> list[str]:
-    texts = [p.text for p in message.content.parts if isinstance(p, TextPart)]
+    texts = ["".join(run) for run in _text_runs(message.content.parts)]
     return texts or ([message.content.content] if message.content.content else [])
