@@ -280,7 +280,7 @@ async def test_a_replayed_step_counts_toward_the_output_token_budget(
 
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_a_fully_replayed_cut_answer_streams_as_it_was_cut(shape: str) -> None:
-    """A stored answer the limiter cut streams the same text and the same limit-reached chunk again."""
+    """A stored answer the limiter cut streams and keeps the same text and limit-reached chunk again."""
     sentence = SENTENCES["fr"]
     agent, model = cached_agent(
         InMemoryServerCache(), [ScriptedStep(text=sentence * 4, chunk_size=4)], limited(shape, 12)
@@ -289,5 +289,6 @@ async def test_a_fully_replayed_cut_answer_streams_as_it_was_cut(shape: str) -> 
     second = await call(agent, "stream", "go")
     assert (model.calls, second.result.steps[0].from_cache) == (1, True)
     assert seen(second)["streamed"] == seen(first)["streamed"] == first.result.text
+    assert second.result.text == first.result.text
     assert seen(second)["others"] == seen(first)["others"]
     assert [c.type for c in second.chunks].count(TokenLimiter.LIMIT_REACHED_CHUNK) == 1
