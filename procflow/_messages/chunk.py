@@ -11,7 +11,7 @@ from typing import Any
 
 from procflow.errors import ChunkTypeError
 
-__all__ = ["CHUNK_TYPES", "Chunk", "is_data_type"]
+__all__ = ["CHUNK_TYPES", "INSIDE_TEXT_TYPES", "Chunk", "is_data_type"]
 
 CHUNK_TYPES = frozenset(
     {
@@ -37,6 +37,12 @@ CHUNK_TYPES = frozenset(
     }
 )
 """The built-in chunk types; application chunks use ``data-*`` types instead."""
+
+INSIDE_TEXT_TYPES = frozenset(
+    {"reasoning-start", "reasoning-delta", "reasoning-end", "source", "file", "response-metadata"}
+)
+"""Chunks that interrupt a text without ending it (``data-*`` chunks too): a stream processor holding
+text back lets them pass ahead of it, so the text around them stays one text for it."""
 
 
 def is_data_type(kind: str) -> bool:

@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 
 import anyio.to_thread
 
-from procflow._messages.chunk import Chunk
+from procflow._messages.chunk import INSIDE_TEXT_TYPES, Chunk
 from procflow._messages.message import Message
 from procflow._messages.parts import DataPart, FilePart, Part, ReasoningPart, SourcePart, TextPart
 from procflow.processors._args import ProcessOutputResultArgs, ProcessOutputStreamArgs, StreamResult
@@ -22,9 +22,7 @@ TOKEN_LIMIT_REACHED_CHUNK = "data-token-limit-reached"
 """The type of the transient chunk a truncating TokenLimiter emits once when it starts dropping text."""
 
 
-_INSIDE_TEXT = frozenset(
-    {"reasoning-start", "reasoning-delta", "reasoning-end", "source", "file", "response-metadata"}
-)
+_INSIDE_TEXT = INSIDE_TEXT_TYPES
 """Chunks that interrupt a text run without ending it, as in RegexFilterProcessor: a later processor
 holding text back lets them pass ahead of it, so where they end up in the text depends on that
 processor; counting the text around them as one text keeps the stream and the result in step."""

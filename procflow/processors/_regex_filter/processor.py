@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any, Literal, NoReturn
 
 from procflow._logging import log
-from procflow._messages.chunk import Chunk
+from procflow._messages.chunk import INSIDE_TEXT_TYPES, Chunk
 from procflow._messages.message import Message
 from procflow._messages.parts import ToolInvocationPart
 from procflow.errors import ConfigurationError, PatternTimeoutError, StreamHoldLimitError
@@ -74,9 +74,7 @@ __all__ = [
 RegexPreset = PresetName
 """A built-in rule set: ``"pii"``, ``"secrets"`` or ``"urls"``."""
 
-_PASS_AHEAD = frozenset(
-    {"reasoning-start", "reasoning-delta", "reasoning-end", "source", "file", "response-metadata"}
-)
+_PASS_AHEAD = INSIDE_TEXT_TYPES
 """Chunks that pass ahead of held text without ending it (the text they interrupt stays one text)."""
 
 
