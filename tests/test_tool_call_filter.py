@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from _agent_support import MODES, call
+from guard_seams_support import SHAPES, listed
 
 from procflow import Agent, Message, MessageContent, MessageList, TextPart, ToolCall, ToolInvocationPart, tool
 from procflow._messages import Prompt, StepResult, StepStartPart
@@ -218,3 +219,81 @@ def test_default_id_and_custom_id() -> None:
     """The seed's id by default; id= sets another so two can share a pipeline."""
     assert ToolCallFilter().id == "tool-call-filter"
     assert ToolCallFilter(id="second").id == "second"
+
+
+# -- the current turn of a client that runs the tools itself (the gateway's requests) --------------
+
+LANGS = {
+    "en": ("Where is order A-1?", "status: shipped to London"),
+    "fr": ("Où est la commande A-1 ?", "statut : expédiée à Paris"),
+    "es": ("¿Dónde está el pedido A-1?", "estado: enviado a Madrid"),
+    "zh": ("订单 A-1 在哪里？", "状态：已发往北京"),
+}
+
+
+def client_turn(question: str, *results: tuple[str, str]) -> list[Message]:
+    """An earlier turn with tool traffic, then ``question`` and the client's tool rounds for it: each
+    an assistant message calling one tool, then the ``tool`` message with its result."""
+    turn: list[Message] = [*HISTORY, Message.user(question)]
+    for call_id, result in results:
+        call = ToolInvocationPart(tool_call_id=call_id, tool_name="lookup", args={"q": "A-1"}, state="call")
+        turn.append(assistant(call))
+        done = call.model_copy(update={"state": "result", "result": result})
+        turn.append(Message(role="tool", content=MessageContent(parts=[done])))
+    return turn
+
+
+@pytest.mark.parametrize("where", ["input", "memory"])
+async def test_tool_traffic_after_the_last_user_message_is_the_current_turn(where: str) -> None:
+    """The call the model just made and the result the client sends back stay, whether the whole
+    conversation is the new input or memory recalled it up to the call; older turns are filtered."""
+    conversation = client_turn("where is A-1?", ("call_9", "status: shipped"))
+    if where == "input":
+        outcome = await run_llm_request(ToolCallFilter(), conversation)
+    else:
+        outcome = await run_llm_request(ToolCallFilter(), conversation[-1:], history=conversation[:-1])
+    assert tool_ids(outcome.prompt) == ["call_9", "call_9"]
+    assert outcome.prompt is not None and outcome.prompt[-1].role == "tool"
+
+
+@pytest.mark.parametrize(("keep", "expected"), [(None, ["r1", "r2"]), (1, ["r2"]), (0, [])])
+async def test_filter_after_tool_steps_counts_the_client_rounds_as_tool_steps(
+    keep: int | None, expected: list[str]
+) -> None:
+    """Each assistant message calling tools after the last user message is a tool step of the turn."""
+    conversation = client_turn("where is A-1?", ("r1", "not found"), ("r2", "status: shipped"))
+    outcome = await run_llm_request(ToolCallFilter(filter_after_tool_steps=keep), conversation)
+    assert tool_ids(outcome.prompt) == [i for i in expected for _ in range(2)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("lang", sorted(LANGS))
+async def test_a_client_tool_round_reaches_the_model_as_the_agents_own_loop_does(
+    mode: str, shape: str, lang: str
+) -> None:
+    """One model step per call with the client running the tool sends the model the same prompt as the
+    agent running the tool itself in one call: the current turn's call and result, no older traffic —
+    listed directly or inside a workflow."""
+    question, found = LANGS[lang]
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look an order up."""
+        return found
+
+    def filters() -> list[Any]:
+        return [ToolCallFilter()]
+
+    own = ScriptedModel([ScriptedStep(tool_calls=[("lookup", {"q": "A-1"})]), "ok"])
+    agent = Agent(id="a", model=own, tools=[lookup], input_processors=listed(shape, filters))
+    await call(agent, mode, [*HISTORY, question])
+    client = ScriptedModel(["ok"])
+    gateway_like = Agent(id="a", model=client, input_processors=listed(shape, filters))
+    await call(gateway_like, mode, client_turn(question, ("call_0_0", found)), max_steps=1)
+
+    def shown(prompt: Prompt) -> list[tuple[str, list[Any]]]:
+        return [(m.role, [p.model_dump() for p in m.content]) for m in prompt]
+
+    assert shown(client.prompts[0]) == shown(own.prompts[1])
+    assert tool_ids(client.prompts[0]) == ["call_0_0", "call_0_0"]

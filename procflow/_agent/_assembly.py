@@ -56,8 +56,10 @@ def check_phases(inputs: Processors, outputs: Processors) -> None:
     """Refuse a processor an agent would silently never run, or a workflow that cannot guard a stream.
 
     A processor among the input processors with none of the input hooks (or the reverse) is an error,
-    unless the same object is in the other list too (a pipeline given for both sides, as the CLI
-    does). A processor workflow whose ``output_stream_problem`` is set cannot be an output processor.
+    and so is such a processor step inside a processor workflow (at any depth: the workflow has the
+    hooks its other steps have, and skips that one), unless the same object is in the other list too,
+    directly or in a workflow there (a pipeline given for both sides, as the CLI does). A processor
+    workflow whose ``output_stream_problem`` is set cannot be an output processor.
     """
     if not isinstance(inputs, Sequence) or not isinstance(outputs, Sequence):
         return  # factories: their lists are made per request
@@ -65,24 +67,39 @@ def check_phases(inputs: Processors, outputs: Processors) -> None:
         ("input_processors", inputs, outputs),
         ("output_processors", outputs, inputs),
     ):
-        elsewhere = {id(p) for p in other}
+        elsewhere = {id(p) for p in other} | {
+            id(step) for p in other for _, step in getattr(p, "processor_steps", ())
+        }
         for processor in processors:
             problem = getattr(processor, "output_stream_problem", None)
             if what == "output_processors" and isinstance(problem, str):
                 raise ConfigurationError(problem)
-            _check_phase(processor, what, also_elsewhere=id(processor) in elsewhere)
+            if id(processor) not in elsewhere:
+                _check_phase(processor, what, elsewhere)
 
 
-def _check_phase(processor: Any, what: str, *, also_elsewhere: bool) -> None:
+def _check_phase(processor: Any, what: str, elsewhere: set[int]) -> None:
     wanted = _PHASE_HOOKS[what]
-    if also_elsewhere or callable(getattr(processor, "process_api_error", None)):
-        return
-    if not any(callable(getattr(processor, hook, None)) for hook in wanted):
-        other = "output_processors" if what == "input_processors" else "input_processors"
+    other = "output_processors" if what == "input_processors" else "input_processors"
+    hooks = ", ".join(wanted)
+    if not _runs_in(processor, wanted):
         raise ConfigurationError(
             f"processor {processor_id_of(processor)!r} in {what} has none of the hooks an agent calls "
-            f"there ({', '.join(wanted)}), so it would never run; move it to {other}"
+            f"there ({hooks}), so it would never run; move it to {other}"
         )
+    for path, step in getattr(processor, "processor_steps", ()):
+        if id(step) not in elsewhere and not _runs_in(step, wanted):
+            raise ConfigurationError(
+                f"step {path[-1]!r} of workflow {processor_id_of(processor)!r} in {what} (at "
+                f"{' > '.join(path)}) runs processor {processor_id_of(step)!r}, which has none of the hooks "
+                f"an agent calls there ({hooks}), so it would never run while the workflow's other steps "
+                f"do; move it out of the workflow to {other} (listed directly or in a workflow there)"
+            )
+
+
+def _runs_in(processor: Any, hooks: tuple[str, ...]) -> bool:
+    """Whether an agent calls ``processor`` in a list whose hooks are ``hooks`` (or on API errors)."""
+    return any(callable(getattr(processor, hook, None)) for hook in (*hooks, *_ERROR_HOOKS))
 
 
 def check_processors(value: Any, *, what: str) -> Processors:

@@ -59,9 +59,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except PipelineLoadError as exc:
         _print_problems(out, [_load_problem(exc)])
         out.print(f"[red]✗[/] {reference}: 1 error")
-        # A definition error found while importing is what check looks for; a reference that cannot
-        # be resolved is a usage error, as in every other command.
-        return EXIT_FAILED if isinstance(exc.__cause__, WorkflowDefinitionError) else EXIT_USAGE
+        # A definition error found while importing (a workflow that cannot compile, an agent refusing
+        # its processors) is what check looks for; a reference that cannot be resolved is a usage
+        # error, as in every other command.
+        definition = isinstance(exc.__cause__, WorkflowDefinitionError | ConfigurationError)
+        return EXIT_FAILED if definition else EXIT_USAGE
     out.print(f"{reference}: {escape(_describe(pipeline))}")
     for line in _processor_lines(pipeline):
         out.print(line, markup=False)

@@ -38,6 +38,7 @@ __all__ = [
     "build_graph",
     "compile_plan",
     "is_processor_schema",
+    "iter_processor_steps",
     "iter_processors",
     "stage_edges",
 ]
@@ -61,6 +62,29 @@ def iter_processors(plan: WorkflowPlan) -> Iterator[tuple[str, Any]]:
                 yield plan.id, node.processor
             if node.subplan is not None:
                 yield from iter_processors(node.subplan)
+
+
+def iter_processor_steps(
+    plan: WorkflowPlan, within: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Yield ``(path, processor)`` for every processor step of the plan, nested workflows included.
+
+    ``path`` leads from the plan's id to the step's id through the nested workflows, parallel blocks
+    and branches the step sits in, e.g. ``("outer", "inner", "parallel:0", "processor:pii-detector")``;
+    ``within`` is prepended (the path to ``plan`` itself, for a nested plan).
+    """
+    path = (*within, plan.id)
+    for stage in plan.stages:
+        where = path
+        if isinstance(stage, ParallelStage):
+            where = (*path, stage.group_id)
+        elif isinstance(stage, BranchStage):
+            where = (*path, stage.node.id)
+        for node in stage_nodes(stage):
+            if node.processor is not None:
+                yield (*where, node.id), node.processor
+            if node.subplan is not None:
+                yield from iter_processor_steps(node.subplan, where)
 
 
 def compile_plan(

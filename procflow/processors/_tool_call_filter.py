@@ -30,10 +30,13 @@ __all__ = ["ToolCallFilter"]
 class ToolCallFilter(ProcessorBase):
     """Removes tool calls and their results from the prompt sent to the model.
 
-    By default every tool call from earlier requests (history, recalled memory) is removed with its
-    result, while the current run's tool traffic stays, so the model still sees what the tools it just
-    called returned. With ``filter_after_tool_steps=n`` the filter also applies inside the run, keeping
-    only the last ``n`` tool steps (model steps that called tools) of the current loop.
+    By default every tool call from earlier turns (history, recalled memory) is removed with its
+    result, while the current turn's tool traffic stays, so the model still sees what the tools it just
+    called returned. The current turn is this run and the tool traffic after the conversation's last
+    user message: a client that runs the tools itself (through the gateway, one model step per request)
+    sends the call the model just made with its result, and it stays as if the agent had run the tool.
+    With ``filter_after_tool_steps=n`` the filter also applies inside the turn, keeping only its last
+    ``n`` tool steps (model steps that called tools; a client's assistant message calling tools is one).
 
     Only the model-facing prompt changes: the message list and memory keep every call and result.
     Prompt messages left with no content are dropped; messages the filter does not touch are passed on
@@ -41,8 +44,8 @@ class ToolCallFilter(ProcessorBase):
 
     Args:
         exclude: Names of the tools to filter; ``None`` (default) filters every tool.
-        filter_after_tool_steps: Also filter inside the current run, keeping its last ``n`` tool steps
-            (``0`` filters them all). ``None`` (default) keeps the whole current run.
+        filter_after_tool_steps: Also filter inside the current turn, keeping its last ``n`` tool steps
+            (``0`` filters them all). ``None`` (default) keeps the whole current turn.
         preserve_model_output: Replace each removed call that has a result by a compact text record of
             what the model was shown (``[tool_name result: ...]``), dropping the raw arguments and the
             raw result: for a tool that declares ``to_model_output``, its model output (stored with the

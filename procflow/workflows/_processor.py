@@ -25,7 +25,7 @@ from typing import Any
 from procflow._engine._stages import stream_chain
 from procflow._engine._stream_parts import BranchPart, ForkPart, ProcessorsPart, StreamChain, StreamEnv
 from procflow._engine.executor import execute_plan, run_lean
-from procflow._engine.graph import iter_processors
+from procflow._engine.graph import iter_processor_steps
 from procflow._engine.plan import PlanNode, WorkflowPlan
 from procflow._engine.run_state import RunState
 from procflow._logging import is_tracing
@@ -105,6 +105,12 @@ class ProcessorAdapter:
             ``.branch`` case (each chunk is routed on its own, so it would see only some of a
             sentence). An agent refuses the workflow among its ``output_processors``; as an input
             processor it is fine.
+        processor_steps: ``(path, processor)`` for every processor step inside, at any depth, in
+            definition order; ``path`` leads from this workflow's id to the step's id through the nested
+            workflows, parallel blocks and branches it sits in (``("outer", "inner", "parallel:0",
+            "processor:pii-detector")``). An agent refuses a step with none of the hooks of the list
+            the workflow is in (the workflow has them from its other steps, so the step would be
+            skipped in silence).
     """
 
     id: str
@@ -113,6 +119,7 @@ class ProcessorAdapter:
     wants_flush: bool
     process_data_parts: bool
     output_stream_problem: str | None = None
+    processor_steps: tuple[tuple[tuple[str, ...], Any], ...] = ()
     _stream: StreamChain | None
     _step_on_tool_results: bool = False
 
@@ -135,7 +142,8 @@ class ProcessorAdapter:
                 None,
             )
             return
-        processors = [processor for _, processor in iter_processors(plan)]
+        self.processor_steps = tuple(iter_processor_steps(plan))
+        processors = [processor for _, processor in self.processor_steps]
         plain = _has_plain_steps(plan)
         self.phases = frozenset(
             phase
@@ -281,7 +289,7 @@ class ProcessorAdapter:
         ``state`` is this workflow's per-request state, which holds one dict per inner processor.
         """
         ctx = RunContext(message_list=MessageList(), states=state)
-        for _, processor in iter_processors(self.plan):
+        for _, processor in self.processor_steps:
             commit = getattr(processor, "commit_llm_run", None)
             if callable(commit):
                 done = commit(ctx.state_for(processor_id_of(processor), processor), result)
