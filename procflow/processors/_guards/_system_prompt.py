@@ -1,9 +1,12 @@
 """``SystemPromptScrubber``: keeps the agent's own system prompt out of what it says.
 
 Leaks are found without a model: any run of ``min_overlap_words`` consecutive words (CJK characters
-count as words) of a system message that appears in the output — case and spacing aside — is a leak,
-as is any match of ``custom_patterns``. With a ``model``, a judge also names paraphrased leaks. In
-streams, text is held a sentence at a time and checked before it is released.
+count as words) of a system message that appears in the output — case, spacing, Unicode compatibility
+forms (full-width letters) and invisible format characters inside words aside — is a leak, as is any
+match of ``custom_patterns``. With a ``model``, a judge also names paraphrased leaks. In streams, text
+is held a sentence at a time and checked before it is released; a sentence that ends inside a run of
+prompt words is held with the next ones until the run ends (see :class:`LeakHold`), so a leak told
+one short sentence at a time is still one leak, whatever the chunking.
 """
 
 from __future__ import annotations
@@ -12,22 +15,20 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-import regex
 from pydantic import BaseModel, Field
 
 from procflow.processors._guards._base import GuardBase, check_choice
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
+from procflow.processors._guards._prompt_words import LeakHold, PromptWords
 from procflow.processors._guards._windows import SentenceHolding
 
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
 
-__all__ = ["SystemPromptScrubber", "leaked_spans"]
+__all__ = ["SystemPromptScrubber"]
 
 ScrubStrategy = Literal["block", "warn", "filter", "redact"]
 ScrubMethod = Literal["mask", "placeholder", "remove"]
-
-_WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]|[\p{L}\p{N}_]+")
 
 LEAK_PROMPT = """You check an AI assistant's answer for leaks of its confidential system prompt, which \
 is given below between <system_prompt> tags. The user message is the answer to check. List every \
@@ -44,30 +45,6 @@ Answer with only a JSON object: {{"leaks": ["<exact passage>", ...]}} — an emp
 
 class _Leaks(BaseModel):
     leaks: list[str] = Field(default_factory=list)
-
-
-def _words(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
-
-
-def leaked_spans(text: str, secrets: Sequence[str], *, min_words: int = 8) -> list[tuple[int, int]]:
-    """Character spans of ``text`` that repeat ``min_words`` or more consecutive words of ``secrets``."""
-    grams: set[tuple[str, ...]] = set()
-    for secret in secrets:
-        words = [w for w, _, _ in _words(secret)]
-        grams.update(tuple(words[i : i + min_words]) for i in range(len(words) - min_words + 1))
-    if not grams:
-        return []
-    found = _words(text)
-    spans: list[tuple[int, int]] = []
-    for i in range(len(found) - min_words + 1):
-        if tuple(w for w, _, _ in found[i : i + min_words]) in grams:
-            start, end = found[i][1], found[i + min_words - 1][2]
-            if spans and start <= spans[-1][1]:
-                spans[-1] = (spans[-1][0], end)
-            else:
-                spans.append((start, end))
-    return spans
 
 
 class SystemPromptScrubber(SentenceHolding, GuardBase):
@@ -112,13 +89,28 @@ class SystemPromptScrubber(SentenceHolding, GuardBase):
         self.min_overlap_words = max(2, int(min_overlap_words))
         self.use_model = model is not None
         self.stream_window, self.stream_hold_limit = 4000, 65_536
+        self._words: PromptWords | None = None
 
     def _secrets(self, args: Any) -> list[str]:
         return [m.text for m in args.message_list.system_messages if m.text]
 
+    def _prompt_words(self, secrets: list[str]) -> PromptWords:
+        # The automaton of the last system prompt seen: one agent's requests share it.
+        words = self._words
+        if words is None or words.secrets != tuple(secrets):
+            words = self._words = PromptWords(secrets)
+        return words
+
+    def _hold_back(self, args: Any) -> LeakHold:
+        return LeakHold(
+            lambda: self._prompt_words(self._secrets(args)),
+            min_words=self.min_overlap_words,
+            limit=self.stream_hold_limit,
+        )
+
     async def _spans(self, text: str, args: Any) -> list[tuple[int, int]]:
         secrets = self._secrets(args)
-        spans = leaked_spans(text, secrets, min_words=self.min_overlap_words)
+        spans = self._prompt_words(secrets).spans(text, self.min_overlap_words)
         spans += [
             (m.start(), m.end()) for p in self.patterns for m in p.finditer(text) if m.end() > m.start()
         ]

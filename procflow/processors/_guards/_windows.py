@@ -3,8 +3,13 @@
 A guard that judges text with a model cannot judge every token: it collects text-delta chunks into a
 segment, judges the segment once it is complete, and then releases the segment's chunks (possibly
 rewritten) or withholds them. Non-text chunks end the pending segment first, so they never overtake
-text that precedes them. Segment boundaries depend on the text only — never on where the provider
-split it — so any chunking gives the same segments and the same verdicts.
+text that precedes them. Segments end only at boundaries the text decides — every ``size``
+characters, or at sentence ends — never where the provider split it, so a sentence is always judged
+whole. (How many sentences one segment holds does depend on how much text had arrived.)
+
+A guard whose verdict on a sentence can depend on the sentences after it gives the window a
+:class:`HoldBack`, which moves each proposed cut earlier (or cancels it) so that what one verdict
+needs is judged together; the system-prompt scrubber does, since a leak may run over many sentences.
 
 Reasoning deltas are held and judged the same way (a run of reasoning is a segment of its own), since
 consumers show reasoning too. Text also travels outside deltas: in a ``tool-call``'s arguments, a
@@ -20,12 +25,20 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from procflow._messages import Chunk
 from procflow.processors._tool_args import map_strings
 
-__all__ = ["HELD_KINDS", "SENTENCE_END", "Segmenter", "SentenceHolding", "StreamWindow", "judged_chunk"]
+__all__ = [
+    "HELD_KINDS",
+    "SENTENCE_END",
+    "HoldBack",
+    "Segmenter",
+    "SentenceHolding",
+    "StreamWindow",
+    "judged_chunk",
+]
 
 SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？；]|\n\s*\n")
 """Where a sentence ends: ``.!?…`` followed by whitespace, CJK full stops, or a blank line."""
@@ -112,8 +125,27 @@ class Segmenter:
             if space >= 0:
                 return space + 1
             if len(text) > self.hold_limit:
-                raise OverflowError(len(text))
+                raise OverflowError("without a space")
         return end
+
+
+class HoldBack(Protocol):
+    """Keeps back, at the end of each proposed segment, text that must be judged with what follows."""
+
+    def hold_back(self, text: str, cut: int) -> int:
+        """How many leading characters of the pending ``text`` to judge now, ``cut`` being proposed.
+
+        Returns ``cut`` or less (0: judge nothing yet). Called once per proposed cut, in stream order;
+        a linear implementation reads only ``text`` it has not read before.
+
+        Raises:
+            OverflowError: more is held than the guard allows (the stream fails closed).
+        """
+        ...
+
+    def reset(self) -> None:
+        """The pending text was judged whole (end of a run of deltas): start afresh."""
+        ...
 
 
 HELD_KINDS = frozenset({"text-delta", "reasoning-delta"})
@@ -122,9 +154,15 @@ HELD_KINDS = frozenset({"text-delta", "reasoning-delta"})
 
 @dataclass(slots=True)
 class StreamWindow:
-    """The held text of one stream for one guard: one run of text (or of reasoning) deltas at a time."""
+    """The held text of one stream for one guard: one run of text (or of reasoning) deltas at a time.
+
+    Attributes:
+        segmenter: Proposes where the pending text is cut into segments.
+        hold: Moves a proposed cut earlier (see :class:`HoldBack`); ``None`` takes every proposal.
+    """
 
     segmenter: Segmenter
+    hold: HoldBack | None = None
     pending: str = ""
     searched: int = 0
     template: Chunk | None = None
@@ -150,6 +188,8 @@ class StreamWindow:
             self.template = chunk
         self.pending += chunk.payload.get("text") or ""
         cut = self.segmenter.cut(self.pending, self.searched)
+        if cut and self.hold is not None:
+            cut = self.hold.hold_back(self.pending, cut)
         if not cut:
             self.searched = len(self.pending)
             return out
@@ -163,6 +203,8 @@ class StreamWindow:
         When ``attempt`` differs from the attempt the pending text came from, that attempt was thrown
         away for a retry: the text is dropped without a judge call.
         """
+        if self.hold is not None:
+            self.hold.reset()
         if not self.pending:
             return []
         segment, self.pending = self.pending, ""
@@ -202,11 +244,15 @@ class SentenceHolding:
 
         def abort(self, args: Any, reason: str, metadata: dict[str, Any]) -> Any: ...
 
+    def _hold_back(self, args: Any) -> HoldBack | None:
+        """The hold-back of this request's stream window (none: every sentence end is a cut)."""
+        return None
+
     def _window(self, args: Any) -> StreamWindow:
         window: StreamWindow | None = args.state.get("window")
         if window is None:
             segmenter = Segmenter(self.stream_window, sentences=True, hold_limit=self.stream_hold_limit)
-            window = args.state["window"] = StreamWindow(segmenter)
+            window = args.state["window"] = StreamWindow(segmenter, self._hold_back(args))
         return window
 
     async def process_output_stream(self, args: Any) -> Any:
@@ -216,10 +262,10 @@ class SentenceHolding:
             return await window.push(
                 args.part, lambda text: self._apply(text, args), attempt=args.retry_count
             )
-        except OverflowError:
+        except OverflowError as error:
             self.abort(
                 args,
-                f"{self.id} held more than {self.stream_hold_limit} characters without a space: the text "
+                f"{self.id} held more than {self.stream_hold_limit} characters {error}: the text "
                 "cannot be judged in pieces without splitting a value, so it is withheld",
                 {"error": "hold_limit", "strategy": self.strategy},
             )
