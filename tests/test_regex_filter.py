@@ -158,7 +158,7 @@ async def test_every_text_part_and_the_flattened_fallback_are_checked() -> None:
     message = Message(
         role="user",
         content=MessageContent(
-            parts=[TextPart(text="mail bob@example.com"), tool, TextPart(text="or amy@example.org")],
+            parts=[TextPart(text="mail bob@example.com"), tool, TextPart(text=" or amy@example.org")],
             content="mail bob@example.com or amy@example.org",
         ),
     )
@@ -166,7 +166,7 @@ async def test_every_text_part_and_the_flattened_fallback_are_checked() -> None:
     out = await run_input(f, [message])
     [result] = out.messages
     texts = [p.text for p in result.content.parts if isinstance(p, TextPart)]
-    assert texts == ["mail [EMAIL]", "or [EMAIL]"]
+    assert texts == ["mail [EMAIL]", " or [EMAIL]"]
     assert result.content.content == "mail [EMAIL] or [EMAIL]"
     assert result.content.parts[1] == tool
     assert result.id == message.id

@@ -15,13 +15,14 @@ from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, Pr
 from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
-    message_texts,
-    rewrite_texts,
+    replace_parts,
     rewrite_tool_strings,
+    text_runs_of,
     tool_strings,
     user_facing,
 )
 from procflow.processors._guards._windows import SentenceHolding
+from procflow.processors._text_runs import Edit, apply_edits
 from procflow.processors._tool_results import (
     RESULT_FIELDS,
     judge_tool_results,
@@ -116,14 +117,21 @@ def redact_values(
 
     Returns the new text and one report entry per replaced region (type, start, end — no value).
     """
+    edits, report = _redactions(text, entities, method, preserve_format)
+    return apply_edits(text, edits), report
+
+
+def _redactions(
+    text: str, entities: Sequence[PIIEntity], method: RedactionMethod, preserve_format: bool
+) -> tuple[list[Edit], list[dict[str, Any]]]:
+    """The edits replacing every occurrence of every entity's value (overlapping finds merged), and
+    one report entry per edit."""
     regions: list[tuple[int, int, str]] = []
     for entity in entities:
         start = text.find(entity.value)
         while start != -1:
             regions.append((start, start + len(entity.value), entity.type))
             start = text.find(entity.value, start + 1)
-    if not regions:
-        return text, []
     regions.sort()
     merged: list[list[Any]] = []
     for start, end, kind in regions:
@@ -131,13 +139,11 @@ def redact_values(
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end, kind])
-    out, report, cursor = [], [], 0
-    for start, end, kind in merged:
-        out += [text[cursor:start], _replacement(kind, text[start:end], method, preserve_format)]
-        report.append({"type": kind, "start": start, "end": end})
-        cursor = end
-    out.append(text[cursor:])
-    return "".join(out), report
+    edits = [
+        (start, end, _replacement(kind, text[start:end], method, preserve_format))
+        for start, end, kind in merged
+    ]
+    return edits, [{"type": kind, "start": start, "end": end} for start, end, kind in merged]
 
 
 def _lookup(results: dict[str, str], text: str) -> str:
@@ -237,38 +243,60 @@ class PIIDetector(SentenceHolding, GuardBase):
 
     async def _apply(self, text: str, args: Any) -> str | None:
         """The text after the strategy (``None``: withhold it); reports what was found."""
+        edits = await self._edits(text, args)
+        return None if edits is None else apply_edits(text, edits)
+
+    async def _edits(self, text: str, args: Any) -> list[Edit] | None:
+        """What the strategy changes in the text (nothing: it passes as it is; ``None``: withhold
+        it); reports what was found."""
         entities = await self._entities(text, args)
         if not entities:
-            return text
+            return []
         message = f"PII detected: {', '.join(sorted({e.type for e in entities}))}"
         if self.strategy == "block":
             self.abort(args, message, self._detail(entities))
         if self.strategy == "redact":
-            redacted, regions = redact_values(
-                text, entities, method=self.redaction_method, preserve_format=self.preserve_format
-            )
+            edits, regions = _redactions(text, entities, self.redaction_method, self.preserve_format)
             await self.report(message, self._detail(entities, redactions=regions))
-            return redacted
+            return edits
         await self.report(message, self._detail(entities))
-        return None if self.strategy == "filter" else text
+        return None if self.strategy == "filter" else []
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message's texts and every message's tool calls; block, report, drop or redact."""
+        """Judge each user message's texts and every message's tool calls; block, report, drop or redact.
+
+        A message's text parts are judged as the model reads them, joined (an image between two parts
+        separates them), so a value split over two parts is found; a redacted value is replaced in the
+        part where it starts and removed from the later parts it runs on into.
+        """
         out: list[Message] = []
         judged = {id(m) for m in user_facing(args.messages)}
         for message in args.messages:
-            texts = message_texts(message) if id(message) in judged else []
-            results: dict[str, str] = {}
-            for text in [*texts, *tool_strings(message)]:
+            rewritten = await self._message(message, id(message) in judged, args)
+            if rewritten is not None:
+                out.append(rewritten)
+        return out
+
+    async def _message(self, message: Message, user: bool, args: Any) -> Message | None:
+        """The message after the strategy (``None``: ``filter`` drops it); its texts are judged when it
+        is a user message, the strings of its tool calls in any case, each distinct text once."""
+        results: dict[str, str] = {}
+        texts: dict[int, str] = {}
+        fallback = message.content.content if user else None
+        for run in text_runs_of(message) if user else ():
+            edits = await self._edits(run.text, args)
+            if edits is None:
+                return None
+            results[run.text] = apply_edits(run.text, edits)
+            texts.update(run.rewrite(edits))
+        for text in [*([fallback] if fallback else []), *tool_strings(message)]:
+            if text not in results:
                 new = await self._apply(text, args)
                 if new is None:
-                    break
+                    return None
                 results[text] = new
-            else:
-                lookup = partial(_lookup, results)
-                rewritten = rewrite_texts(message, lookup) if texts else message
-                out.append(rewrite_tool_strings(rewritten, lookup))
-        return out
+        rewritten = replace_parts(message, texts, results.get(fallback) if fallback else None)
+        return rewrite_tool_strings(rewritten, partial(_lookup, results))
 
     @on_tool_results_only
     async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:

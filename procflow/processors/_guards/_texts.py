@@ -1,4 +1,5 @@
-"""The texts a guard checks in a message, and rewriting them: every text part and the flattened text.
+"""The texts a guard checks in a message, and rewriting them: its text parts (joined as the model
+reads them) and the flattened text.
 
 Tool traffic in the input (an app or a gateway client replaying a conversation: a tool call's
 arguments, its result) is sent to the model too, so the strings inside tool-invocation parts are
@@ -12,15 +13,16 @@ from typing import Any
 
 from procflow._messages import Message
 from procflow._messages.parts import TextPart, ToolInvocationPart
+from procflow.processors._text_runs import TextRun, text_runs
 from procflow.processors._tool_results import RESULT_FIELDS, part_strings, rewrite_part
 
 __all__ = [
     "TOOL_FIELDS",
-    "message_texts",
     "read_texts",
+    "replace_parts",
     "replace_text",
-    "rewrite_texts",
     "rewrite_tool_strings",
+    "text_runs_of",
     "tool_strings",
     "user_facing",
 ]
@@ -29,13 +31,11 @@ TOOL_FIELDS = ("args", *RESULT_FIELDS)
 """The fields of a tool-invocation part whose strings reach the model."""
 
 
-def message_texts(message: Message) -> list[str]:
-    """Every non-empty text the message carries: its text parts, then its flattened ``content.content``."""
-    texts = [part.text for part in message.content.parts if isinstance(part, TextPart) and part.text]
-    fallback = message.content.content
-    if fallback and fallback not in texts:
-        texts.append(fallback)
-    return texts
+def text_runs_of(message: Message) -> list[TextRun]:
+    """The message's text parts as the model reads them: each run of parts joined (see
+    :func:`~procflow.processors._text_runs.text_runs`; an image between two parts separates them)."""
+    parts = message.content.parts
+    return [TextRun.of(parts, run) for run in text_runs(parts, message.role)]
 
 
 def read_texts(message: Message) -> list[str]:
@@ -53,26 +53,21 @@ def read_texts(message: Message) -> list[str]:
     return texts
 
 
-def rewrite_texts(message: Message, rewrite: Callable[[str], str]) -> Message:
-    """The message with ``rewrite`` applied to each text part and the flattened text.
+def replace_parts(message: Message, texts: dict[int, str], fallback: str | None) -> Message:
+    """The message with the text parts at the indexes of ``texts`` given those texts, and its flattened
+    text replaced by ``fallback`` (when given and different).
 
     Returns the same object when nothing changed.
     """
     content = message.content
-    parts: list[Any] | None = None
-    for index, part in enumerate(content.parts):
-        if isinstance(part, TextPart) and part.text:
-            new = rewrite(part.text)
-            if new != part.text:
-                parts = parts if parts is not None else list(content.parts)
-                parts[index] = part.model_copy(update={"text": new})
     update: dict[str, Any] = {}
-    if parts is not None:
+    if texts:
+        parts = list(content.parts)
+        for index, text in texts.items():
+            parts[index] = parts[index].model_copy(update={"text": text})
         update["parts"] = parts
-    if content.content:
-        new_fallback = rewrite(content.content)
-        if new_fallback != content.content:
-            update["content"] = new_fallback
+    if fallback is not None and fallback != content.content:
+        update["content"] = fallback
     if not update:
         return message
     return message.model_copy(update={"content": content.model_copy(update=update)})

@@ -11,10 +11,13 @@ from procflow._messages.parts import TextPart, ToolInvocationPart
 from procflow.processors._regex_filter.match import Hit, merge_hits
 from procflow.processors._regex_filter.report import (
     REDACTED_MATCH,
+    RegexRedaction,
     RegexRedactionDetail,
     RegexTextPhase,
     apply_regions,
+    redaction_entry,
 )
+from procflow.processors._text_runs import TextRun, joined_runs
 from procflow.processors._tool_args import ArgPath, map_strings
 from procflow.processors._tool_results import RESULT_FIELDS, rewrite_part
 
@@ -51,17 +54,27 @@ class MessageCheck:
     changed: bool = False
 
     def message(self, message: Message) -> Message:
-        """The message with its texts redacted (the same object when nothing changed)."""
+        """The message with its texts redacted (the same object when nothing changed).
+
+        Text parts the model reads as one text (see :func:`joined_runs`) are checked joined, so a
+        value split over two parts is found; each redacted span is mapped back onto the parts it
+        covers (see :meth:`joined`).
+        """
         content = message.content
+        source = content.parts
         parts: list[Any] | None = None
         seen: dict[str, str | None] | None = None
-        for index, part in enumerate(content.parts):
+        runs = joined_runs(source, message.role) if len(source) > 1 else None  # one part: no call
+        for index, part in enumerate(source):
             if isinstance(part, TextPart):
                 if not part.text:
                     continue
+                if runs is not None and index in runs:
+                    parts = self.run(source, runs[index], index, message.id, parts)
+                    continue
                 new_text = self.text(part.text, message.id, index)
                 if new_text is not None:
-                    parts = parts if parts is not None else list(content.parts)
+                    parts = parts if parts is not None else list(source)
                     parts[index] = part.model_copy(update={"text": new_text})
             elif isinstance(part, ToolInvocationPart):
                 new_part = part
@@ -73,7 +86,7 @@ class MessageCheck:
                     seen = seen if seen is not None else {}
                     new_part = self.tool_result(new_part, message.id, index, seen)
                 if new_part is not part:
-                    parts = parts if parts is not None else list(content.parts)
+                    parts = parts if parts is not None else list(source)
                     parts[index] = new_part
         fallback = content.content
         if not fallback:
@@ -91,6 +104,21 @@ class MessageCheck:
             update["content"] = new_fallback
         self.changed = True
         return message.model_copy(update={"content": content.model_copy(update=update)})
+
+    def run(
+        self, source: list[Any], run: list[int], index: int, message_id: str, parts: list[Any] | None
+    ) -> list[Any] | None:
+        """Check the run of text parts (from :func:`joined_runs`) at its first part, ``index`` (at its
+        other parts, do nothing); returns ``parts``, the message's new parts (``None``: none yet),
+        with the parts it changed replaced."""
+        if run[0] != index:
+            return parts
+        changed = self.joined(TextRun.of(source, run), message_id)
+        if changed:
+            parts = parts if parts is not None else list(source)
+            for at, new_text in changed.items():
+                parts[at] = source[at].model_copy(update={"text": new_text})
+        return parts
 
     def arguments(self, args: dict[str, Any], message_id: str, part_index: int) -> dict[str, Any]:
         """Tool-call arguments with every string checked (the same object when nothing changed)."""
@@ -149,13 +177,57 @@ class MessageCheck:
             text, merge_hits(hits), report=self.report, include_values=self.include_values
         )
         if self.report:
-            detail: dict[str, Any] = {"strategy": "redact", "phase": self.phase}
-            if message_id is not None:
-                detail["message_id"] = message_id
-            detail["redactions"] = entries
-            detail.update(_place(message_id, where, part_index, arg_path, field))
-            self.details.append(cast(RegexRedactionDetail, detail))
+            self.detail(entries, _place(message_id, where, part_index, arg_path, field))
         return new_text
+
+    def joined(self, run: TextRun, message_id: str) -> dict[int, str] | None:
+        """The new texts of a run's parts, checked as one text: only the parts that changed, by index
+        (``None`` when matches were only recorded or there were none).
+
+        Each match is counted once, in the part where it starts (``part_index``, and ``index`` in that
+        part's text); one that runs on into later parts lists every part it covers (``part_indexes``).
+        """
+        text = run.text
+        hits = self.find(text)
+        if not hits:
+            return None
+        if not self.redact:
+            for hit in sorted(hits, key=lambda hit: hit.start):
+                part_index, index = run.locate(hit.start)
+                found = {"rule": hit.rule.name, "match": REDACTED_MATCH, "index": index}
+                found.update(_place(message_id, None, part_index, None, None))
+                _spanned(found, run, hit.start, hit.end)
+                self.found.append(found)
+            return None
+        regions = merge_hits(hits)
+        edits = [(region.start, region.end, region.replacement(text)) for region in regions]
+        if self.report:
+            by_part: dict[int, list[RegexRedaction]] = {}
+            for region, (start, end, replacement) in zip(regions, edits, strict=True):
+                part_index, index = run.locate(start)
+                value = text[start:end] if self.include_values else None
+                redaction = redaction_entry(region, index, replacement, value)
+                _spanned(cast(dict[str, Any], redaction), run, start, end)
+                by_part.setdefault(part_index, []).append(redaction)
+            for part_index, entries in by_part.items():
+                self.detail(entries, _place(message_id, None, part_index, None, None))
+        return run.rewrite(edits)
+
+    def detail(self, entries: list[RegexRedaction], place: dict[str, Any]) -> None:
+        """Record the redaction detail of one text (``place``: where it is, as :func:`_place` says)."""
+        detail: dict[str, Any] = {"strategy": "redact", "phase": self.phase}
+        if "message_id" in place:
+            detail["message_id"] = place["message_id"]
+        detail["redactions"] = entries
+        detail.update(place)
+        self.details.append(cast(RegexRedactionDetail, detail))
+
+
+def _spanned(entry: dict[str, Any], run: TextRun, start: int, end: int) -> None:
+    """Name in ``entry`` every part a match runs over, when it runs on past the part it starts in."""
+    covered = run.covered(start, end)
+    if len(covered) > 1:
+        entry["part_indexes"] = covered
 
 
 def _place(

@@ -1,8 +1,9 @@
 """RegexFilterProcessor: block, redact or flag text by regular expressions, with no model call.
 
-Every text a message carries is checked — its text parts and its flattened ``content.content`` — and
-in streams a match split across chunks (or across text blocks) is seen whole: redaction holds back
-only the text where a match may still be in progress. See ``docs/concepts/streaming-redaction.md``.
+Every text a message carries is checked — its text parts, joined as the model reads them (a match
+split over two parts is seen whole), and its flattened ``content.content`` — and in streams a match
+split across chunks (or across text blocks) is seen whole: redaction holds back only the text where a
+match may still be in progress. See ``docs/concepts/streaming-redaction.md``.
 """
 
 from __future__ import annotations

@@ -38,6 +38,12 @@ class RegexRedaction(TypedDict):
     ``overlapping_rules`` is set only when matches of *different* rules were merged into the span
     (nested ones included: an e-mail inside a URL), each name once; ``value`` only
     when the processor was built with ``include_redacted_values=True``.
+
+    A message's text parts that the model reads as one text are checked joined: a span that starts in
+    one part and runs on into later ones (``"ana.lopez@"`` + ``"example.org"``) is reported once, by
+    the part where it starts (its ``index`` is in that part's text, its ``length`` over the parts
+    joined), with ``part_indexes`` listing every part it covers. The replacement is put in that first
+    part; what the span covers of the later parts is removed from them.
     """
 
     rule: str
@@ -45,6 +51,7 @@ class RegexRedaction(TypedDict):
     length: int
     replacement: str
     overlapping_rules: NotRequired[list[str]]
+    part_indexes: NotRequired[list[int]]
     value: NotRequired[str]
 
 
@@ -54,6 +61,8 @@ class RegexRedactionDetail(TypedDict):
 
     ``message_id`` is absent for stream chunks; ``part_index`` (the index in the message's parts, which
     include non-text parts) is absent for the flattened ``content.content`` text and for stream chunks.
+    Text parts the model reads as one text are checked joined: a match is in the detail of the part
+    where it starts, whichever parts it runs on into (see :class:`RegexRedaction`).
     ``arg_path`` (keys and list indexes) is set for a string inside a tool call's arguments, whose
     part ``part_index`` is; for a string inside a tool's result (``process_input_step``), ``field``
     says which (``"result"``, or ``"model_output"``: what the model is shown) and ``arg_path`` is the
