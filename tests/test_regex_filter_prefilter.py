@@ -119,7 +119,9 @@ _ASSIGNMENT_PIECES = [
     "${DB_PASSWORD}", "Ab3dEf6hIj9k", ".", ",", "\n", "é", "x",
 ]  # fmt: skip
 
-_AS_BEFORE = regex.compile(r"[:=：是](?:(?<=:)=|(?<==)>)?[ \t]{0,3}[\"']?(?P<value>" + _VALUE + r"++={0,3})")
+_AS_BEFORE = regex.compile(
+    r"[:=：是](?:(?<=:)=|(?<==)>)?[ \t]{0,3}[\"']?(?P<value>" + _VALUE + r"++(?:={1,3}+(?!" + _VALUE + r"))?)"
+)
 """The reference: the ``key = value`` search before its look-behind, every operator a candidate."""
 _GATE = regex.compile(
     "(?r)(?i:"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from procflow.processors import RegexFilterProcessor
 
@@ -206,6 +208,8 @@ ADVERSARIAL = {
     "cjk email": "客户a@b" * 40,
     "phone list": "call 212 555 0147, " * 10,
     "pem json": "-----BEGIN PRIVATE KEY-----\\n" + "QUJD\\n" * 40,
+    "padding inside": "password=a=" * 20,
+    "padding runs": "api_key=abcd1234efgh===" * 20,
 }
 
 
@@ -226,3 +230,38 @@ def test_new_patterns_are_linear_up_to_one_megabyte(name: str) -> None:
     small_cost = min(_cost(small) for _ in range(3))  # the least disturbed run of each, on a busy machine
     ratio = min(_cost(large) for _ in range(3)) / max(small_cost, 1e-3)
     assert ratio < 30
+
+
+NESTED = [
+    ("password: password=hunter2", "password: password=[PASSWORD]"),
+    ("mot de passe : password=hunter2", "mot de passe : password=[PASSWORD]"),
+    ("contraseña: password=hunter2", "contraseña: password=[PASSWORD]"),
+    ("密码：password=hunter2。", "密码：password=[PASSWORD]。"),
+    ("api_key=abcd1234efgh5678&password=hunter2", "api_key=[API_KEY]&password=[PASSWORD]"),
+    ("api_key=c2VjcmV0X2tleV8xMjM0NQ== next", "api_key=[API_KEY] next"),
+    ("Authorization: Bearer abcdefgh12345678==", "Authorization: Bearer [BEARER_TOKEN]"),
+    ("--api-key=abcdefghijkl12345== --verbose", "--api-key=[API_KEY] --verbose"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), NESTED)
+def test_an_equals_sign_inside_a_value_does_not_hide_the_next_assignment(text: str, expected: str) -> None:
+    """Base64 padding ends a value only where the value ends: ``password=`` after a key name is no
+    padded value whose match would swallow the assignment it starts (``hunter2`` stayed in clear)."""
+    assert SECRETS.redact(text) == expected
+    assert ALL.redact(text) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(NESTED), st.lists(st.integers(1, 9), min_size=1, max_size=12))
+def test_nested_assignments_stream_like_the_whole_text(case: tuple[str, str], sizes: list[int]) -> None:
+    text, expected = case
+    redactor, out, at = SECRETS.stream_redactor(), [], 0
+    for size in sizes * 8:
+        if at >= len(text):
+            break
+        out.append(redactor.feed(text[at : at + size]))
+        at += size
+    out.append(redactor.feed(text[at:]))
+    out.append(redactor.close())
+    assert "".join(out) == expected

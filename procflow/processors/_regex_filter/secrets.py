@@ -82,7 +82,10 @@ ASSIGNMENT_OPERATORS = (":", "=", "：", "是")
 KEY_NAME_BEFORE = regex.compile(r"(?<=" + _NAMED + r")")
 """Matches (empty) at an operator's position where a key name comes before it: the condition the
 ``key = value`` search puts on its candidates, for the stream's prefilter."""
-_ASSIGNED = _OPERATOR_AHEAD + r"[ \t]{0,3}[\"']?(?P<value>" + _VALUE + r"++={0,3})"
+_ASSIGNED = _OPERATOR_AHEAD + r"[ \t]{0,3}[\"']?(?P<value>" + _VALUE + r"++(?:={1,3}+(?!" + _VALUE + r"))?)"
+"""A value, with base64 padding only where the value ends: in ``password: password=hunter2`` the
+second assignment is found on its own (the ``=`` taken as padding of the value ``password`` used to
+end the match there and leave ``hunter2`` in clear)."""
 _ASSIGNED_TAIL = r"(?<=" + _NAMED + r")" + _OPERATOR + r"[ \t]{0,3}[\"']?" + _VALUE + r"*={0,3}"
 
 _AWS_SECRET_NAME = r"(?i:" + _AWS_SECRET_NAME_WORDS + ")" + _NAME_END
@@ -230,12 +233,14 @@ _AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA",
 _AWS_ACCESS = (
     r"A(?<![A-Za-z0-9]A)(?:" + "|".join(p[1:] for p in _AWS_PREFIXES) + r")[A-Z0-9]{16}(?![A-Za-z0-9])"
 )
+_PADDING = r"(?:={1,3}+(?![" + _KEY_CHARS + r"]))?"
+"""Base64 padding where a token ends (not an ``=`` followed by more text)."""
 _API_KEY_FLAG = (
     r"--(?<!(?:" + W + r"|-)--)(?i:api-key|api-token|access-token|auth-token|token|secret|client-secret)"
-    r"(?:=|[ \t]{1,3})[\"']?(?P<value>[" + _KEY_CHARS + r"]{12,}+={0,3})"
+    r"(?:=|[ \t]{1,3})[\"']?(?P<value>[" + _KEY_CHARS + r"]{12,}+" + _PADDING + ")"
 )
 _FLAG_TAIL = r"--[A-Za-z-]{0,20}(?:=|[ \t]{1,3})?[\"']?[" + _KEY_CHARS + r"]*={0,3}"
-_BEARER = r"(?i:b(?<![A-Za-z0-9]b)earer)[ \t]{1,16}+(?P<value>[" + _KEY_CHARS + r"]{8,}+={0,3})"
+_BEARER = r"(?i:b(?<![A-Za-z0-9]b)earer)[ \t]{1,16}+(?P<value>[" + _KEY_CHARS + r"]{8,}+" + _PADDING + ")"
 _BEARER_TAIL = r"(?i:bearer)[ \t]{1,16}[" + _KEY_CHARS + r"]*={0,3}"
 _BASIC = r"(?i:b(?<![A-Za-z0-9]b)asic)[ \t]{1,16}+(?P<value>[A-Za-z0-9+/]{4,}+={0,2})(?![A-Za-z0-9+/=])"
 _BASIC_TAIL = r"(?i:basic)[ \t]{1,16}[A-Za-z0-9+/]*={0,2}"
