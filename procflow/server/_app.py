@@ -28,7 +28,7 @@ from procflow._agent import Agent
 from procflow._chat.format import ConversationFormatError, parse_conversation
 from procflow._chat.violations import redaction_rules
 from procflow._messages import RESOURCE_ID_KEY, Chunk, TripwireInfo, new_id
-from procflow.errors import APICallError
+from procflow.errors import APICallError, ModelError
 from procflow.processors import ProcessInputStepArgs, ProcessInputStepResult, ProcessorViolation
 from procflow.server._config import GatewayConfig
 from procflow.server._metrics import GatewayMetrics
@@ -210,6 +210,10 @@ class Gateway:
         if body.max_completion_tokens or body.max_tokens:
             settings["max_tokens"] = body.max_completion_tokens or body.max_tokens
         provider = self.config.upstream.provider
+        try:
+            settings.update(body.sampling(provider))
+        except ValueError as exc:
+            raise _RefusedError(400, str(exc), type="invalid_request_error", code="invalid_request") from None
 
         def prepare_step(args: ProcessInputStepArgs) -> ProcessInputStepResult:
             options = dict(args.provider_options)
@@ -257,8 +261,19 @@ def _tripwire_chunk_info(chunk: Chunk) -> TripwireInfo:
     )
 
 
-def _upstream_error(gateway: Gateway, exc: APICallError) -> tuple[int, dict[str, Any]]:
-    """The upstream's failure, passed through with its status (502 when it sent none)."""
+def _upstream_error(gateway: Gateway, exc: ModelError) -> tuple[int, dict[str, Any]]:
+    """The upstream's failure, passed through with its status (502 when it sent none).
+
+    An answer the gateway could not read (malformed JSON or SSE, tool arguments that are no JSON) is
+    a 502 whose message quotes nothing of it.
+    """
+    if not isinstance(exc, APICallError):
+        gateway.metrics.count("procflow_gateway_upstream_errors_total", status="invalid")
+        return 502, error_body(
+            "the upstream model sent an answer the gateway could not read",
+            type="upstream_error",
+            code="upstream_invalid_response",
+        )
     status = exc.status_code if exc.status_code and 400 <= exc.status_code < 600 else 502
     gateway.metrics.count("procflow_gateway_upstream_errors_total", status=str(exc.status_code or "none"))
     body = error_body(
@@ -275,7 +290,7 @@ async def _complete(
     """Answer a non-streamed request: ``(status, body, outcome)``."""
     try:
         result = await gateway.agent.generate(options.pop("messages"), **options)
-    except APICallError as exc:
+    except ModelError as exc:
         status, error = _upstream_error(gateway, exc)
         return status, error, "upstream_error"
     if result.tripwire is not None:
@@ -396,7 +411,7 @@ async def _stream(
                 yield sse_event(
                     error_body("the upstream model failed", type="upstream_error", code="upstream_error")
                 )
-    except APICallError as exc:
+    except ModelError as exc:
         state.outcome = "upstream_error"
         yield sse_event(_upstream_error(gateway, exc)[1])
     except BaseException:

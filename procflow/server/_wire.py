@@ -61,7 +61,9 @@ class _StreamOptions(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """The fields of ``POST /v1/chat/completions`` the gateway acts on (others are accepted and ignored)."""
+    """The fields of ``POST /v1/chat/completions`` the gateway acts on or forwards (others are accepted
+    and ignored: ``user`` names the tenant, ``metadata``, ``store``, ``logprobs`` and the like have no
+    effect)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -75,6 +77,38 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     n: int = Field(default=1, ge=1, le=1)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    response_format: dict[str, Any] | None = None
+
+    def sampling(self, provider: str) -> dict[str, Any]:
+        """The sampling fields to forward, in the upstream's wire names (``provider``: its name).
+
+        An OpenAI-compatible upstream takes them as they are. An Anthropic upstream takes ``stop`` (as
+        ``stop_sequences``) and ``top_p``.
+
+        Raises:
+            ValueError: a field the Anthropic upstream has no equivalent for (names the field).
+        """
+        given = {
+            name: getattr(self, name)
+            for name in ("stop", "seed", "top_p", "presence_penalty", "frequency_penalty", "response_format")
+            if getattr(self, name) is not None
+        }
+        if provider != "anthropic":
+            return given
+        unsupported = sorted(set(given) - {"stop", "top_p"})
+        if unsupported:
+            raise ValueError(
+                f"{', '.join(unsupported)}: not supported by this gateway's upstream (Anthropic)"
+            )
+        if "stop" in given:
+            stop = given.pop("stop")
+            given["stop_sequences"] = [stop] if isinstance(stop, str) else stop
+        return given
 
     def tool_choice_name(self) -> str | None:
         """``auto``/``none``/``required``, or the one function name the model must call."""
