@@ -140,3 +140,36 @@ async def test_a_field_the_anthropic_upstream_lacks_is_a_400() -> None:
         assert answer.choices[0].message.content == "hello"
         sent = server.requests[-1].json
         assert sent["stop_sequences"] == ["END"] and sent["top_p"] == 0.9 and "seed" not in sent
+
+
+SECRET = "sk-proj-Qw3rTy8uIoP4aSdF6gHjK1lZxC"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Here is part one. The key is {SECRET}.",
+        f"Voici la première partie. La clé est {SECRET}.",
+        f"Aquí está la primera parte. La clave es {SECRET}.",
+        f"这是第一部分。密钥是{SECRET}。",
+    ],
+)
+async def test_a_streamed_refusal_comes_after_the_text_already_sent(
+    upstream: FakeProviderServer, answer: str
+) -> None:
+    """Released text cannot be taken back: the refusal follows it as its own paragraph, never glued on."""
+    upstream.reset()
+    upstream.add(FakeReply(text=answer, chunk_size=3))
+    model = OpenAICompatibleModel("fake-model", base_url=upstream.base_url)
+    guard = RegexFilterProcessor(presets=["secrets"], strategy="block")
+    config = GatewayConfig(upstream=model, output_processors=[guard], tripwire_response="refusal")
+    with serving(create_app(config)) as url:
+        async with openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0) as client:
+            stream = await client.chat.completions.create(
+                model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
+    text = "".join(pieces)
+    sent, _, refusal = text.partition("\n\n")
+    assert refusal == config.refusal_text and sent and answer.startswith(sent)
+    assert "sk-proj" not in text

@@ -325,6 +325,7 @@ class _StreamState:
         self.held: list[str] = []
         self.tool_index = 0
         self.saw_tool_call = False
+        self.held_text = self.sent_text = False  # a text event among the held ones; one sent already
         self.outcome = "ok"
         # Text deltas are most of a stream; their event is this frame around the JSON-encoded text.
         frame = self.event(delta={"content": ""})
@@ -352,7 +353,14 @@ class _StreamState:
         kind = chunk.type
         if kind == "text-delta":
             text = chunk.payload.get("text") or ""
-            return self.emit(self.text_event(text)) if text else []
+            if not text:
+                return []
+            out = self.emit(self.text_event(text))
+            if out:
+                self.sent_text = True
+            else:
+                self.held_text = True
+            return out
         if kind == "tool-call":
             from procflow._messages import ToolCall
 
@@ -364,12 +372,15 @@ class _StreamState:
             return self.emit(self.event(delta=tool_call_delta(self.tool_index - 1, call)))
         if kind == "step-finish":
             held, self.held = self.held, []
+            released, self.held_text = self.held_text, False
             if chunk.payload.get("discarded") is not None:
                 self.tool_index, self.saw_tool_call = 0, False
                 return []
+            self.sent_text = self.sent_text or released
             return held
         if kind == "finish":
             out, self.held = self.held, []
+            self.sent_text, self.held_text = self.sent_text or self.held_text, False
             reason = finish_reason(
                 chunk.payload.get("finish_reason") or "stop", has_tool_calls=self.saw_tool_call
             )
@@ -384,11 +395,13 @@ class _StreamState:
 
     def tripwire(self, info: TripwireInfo) -> list[str]:
         self.outcome = "tripwire"
-        self.held = []
+        self.held, self.held_text = [], False
         self.gateway.metrics.count("procflow_gateway_tripwires_total", processor=info.processor_id or "")
         if self.gateway.config.tripwire_response == "refusal":
+            # Text already sent cannot be taken back: the refusal follows it as a paragraph of its own.
+            refusal = self.gateway.config.refusal_text
             return [
-                self.event(delta={"content": self.gateway.config.refusal_text}),
+                self.event(delta={"content": "\n\n" + refusal if self.sent_text else refusal}),
                 self.event(reason="content_filter"),
             ]
         return [sse_event(tripwire_error(info))]
