@@ -212,20 +212,25 @@ def odd_turns(draw: st.DrawFn) -> list[dict[str, Any]]:
             turn["tool_call_id"] = "c1"
         if draw(st.booleans()):
             turn["name"] = "x"
+        if kind in ("user", "assistant") and draw(st.booleans()):
+            turn[draw(st.sampled_from(["reasoning_content", "refusal"]))] = draw(st.one_of(text, st.none()))
+        if kind == "assistant" and draw(st.booleans()):
+            turn["function_call"] = {"name": "f", "arguments": draw(st.sampled_from(['{"q": 1}', {"q": 1}]))}
         if draw(st.booleans()):
             turn = dict(reversed(list(turn.items())))
         out.append(turn)
     return out
 
 
-@given(odd_turns())
-def test_unchanged_turns_are_written_as_if_rebuilt(messages: list[dict[str, Any]]) -> None:
-    """A turn whose message no processor changed is written exactly (keys, order, values) as it
-    would be rebuilt from a copy of that message."""
-    conversation = parse_conversation({"id": "c", "messages": messages})
+@given(odd_turns(), st.booleans())
+def test_unchanged_turns_are_written_back_as_read(messages: list[dict[str, Any]], key_texts: bool) -> None:
+    """A turn whose message no processor changed is written exactly (keys, order, values) as it was
+    read, whether its message is the one read or a copy of it."""
+    record = {"id": "c", "messages": messages}
+    conversation = parse_conversation(record, key_texts=key_texts)
     fast = conversation_to_record(conversation)
     rebuilt = conversation_to_record(conversation, [m.model_copy() for m in conversation.messages])
-    assert json.dumps(fast) == json.dumps(rebuilt)
+    assert json.dumps(fast) == json.dumps(rebuilt) == json.dumps(record)
 
 
 def test_a_message_changed_in_place_is_written_as_changed() -> None:

@@ -71,7 +71,10 @@ def conversations(draw: st.DrawFn) -> dict[str, Any]:
                 }
             )
             turns.append({"role": "tool", "tool_call_id": call, "content": draw(texts())})
-        turns.append({"role": "assistant", "content": draw(texts())})
+        answer: dict[str, Any] = {"role": "assistant", "content": draw(texts())}
+        if draw(st.integers(0, 3)) == 0:
+            answer[draw(st.sampled_from(["reasoning_content", "refusal"]))] = draw(texts())
+        turns.append(answer)
     return {"id": "c1", "messages": turns}
 
 
@@ -81,6 +84,8 @@ def _pipeline(kind: str) -> LoadedPipeline:
         processors = default_pipeline()
     elif kind == "block":
         processors = [UnicodeNormalizer(), RegexFilterProcessor(presets=["pii"], strategy="block")]
+    elif kind == "system":
+        processors = [RegexFilterProcessor(presets=["secrets"], strategy="block", system_messages=True)]
     else:  # a limit most responses are over: the direct pass hands those to the phase runner
         processors = [RegexFilterProcessor(presets=["secrets"], strategy="redact"), TokenLimiter(12)]
     return LoadedPipeline("test", "processors", processors, tuple(processors), tuple(processors))
@@ -90,7 +95,7 @@ def _run(record: dict[str, Any], kind: str, phase: Any, *, direct: bool) -> tupl
     processor = ConversationProcessor(_pipeline(kind), phase=phase)
     if not direct:
         processor._direct = None
-    conversation = parse_conversation(json.loads(json.dumps(record)))
+    conversation = parse_conversation(json.loads(json.dumps(record)), key_texts=True)
     outcome = anyio.run(processor.process, conversation)
     return outcome, record_of(conversation, outcome, keep_blocked=True)
 
@@ -98,7 +103,7 @@ def _run(record: dict[str, Any], kind: str, phase: Any, *, direct: bool) -> tupl
 @settings(max_examples=150, deadline=None)
 @given(
     conversations(),
-    st.sampled_from(["default", "block", "limit"]),
+    st.sampled_from(["default", "block", "system", "limit"]),
     st.sampled_from(["auto", "input", "output"]),
 )
 def test_direct_pass_equals_phase_runner(record: dict[str, Any], kind: str, phase: Any) -> None:

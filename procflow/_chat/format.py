@@ -13,35 +13,32 @@ One conversation is one JSON object per line (JSONL)::
 
 Text becomes text parts, ``content`` given as a list of parts keeps its text and image parts, tool calls
 become ``tool-invocation`` parts (``state="call"``) of the assistant message, and each ``tool`` turn becomes
-a ``tool`` message holding one ``tool-invocation`` part with ``state="result"``. The record's other keys
-and each turn's unknown keys are kept and written back unchanged.
+a ``tool`` message holding one ``tool-invocation`` part with ``state="result"`` (its result is the turn's
+text; the call's arguments are the assistant turn's, not repeated). With ``key_texts``, the text a turn
+holds under :data:`~procflow._chat.conversation.KEY_TEXTS` (``reasoning_content``, ``refusal``) becomes a
+message of its own right after the turn's, and a legacy ``function_call`` a tool-invocation part.
+
+Everything a processor did not change is written back as it was read (see :mod:`procflow._chat.records`):
+the record's other keys, each turn's unknown keys and key order, the other keys of content parts and
+tool calls, images in tool turns.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from procflow._chat.conversation import KEY_TEXTS, ROLES, Conversation, TurnCall, TurnFormat
 from procflow._chat.json_input import JsonInputError, decode_json, describe
-from procflow._chat.turns import Item, TextTurn, as_message, items_of
+from procflow._chat.records import conversation_to_record
+from procflow._chat.turns import Item, TextTurn
 from procflow._messages.message import Message, Role
-from procflow._messages.parts import ImagePart, TextPart, ToolInvocationPart
 from procflow.errors import ProcflowError
 
 __all__ = ["Conversation", "ConversationFormatError", "conversation_to_record", "parse_conversation"]
 
-_ROLES: dict[str, Role] = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "assistant": "assistant",
-    "tool": "tool",
-}
 _ROLE_NAMES = "system, developer, user, assistant, tool"
-_KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
 
 
 class ConversationFormatError(ProcflowError, ValueError):
@@ -58,51 +55,22 @@ class ConversationFormatError(ProcflowError, ValueError):
         super().__init__(f"line {line}: {problem}" if line is not None else problem)
 
 
-@dataclass(slots=True)
-class _TurnFormat:
-    """How one turn was written, so it is written back the same way."""
-
-    role: str
-    content_kind: str  # "text", "null", "parts" or "absent"
-    extra: dict[str, Any] = field(default_factory=dict)
-    order: tuple[str, ...] = ()
-    tool_text: str | None = None
-    arguments: dict[str, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
-    """Per tool call id: the arguments as written, and as parsed (written back as they were if unchanged)."""
-    raw: dict[str, Any] | None = None
-    """A text turn as read: written back as it is while its message still says what was read (see
-    :func:`_as_read`); ``parsed`` is that message."""
-    parsed: Message | None = None
-
-
-@dataclass(slots=True)
-class Conversation:
-    """One conversation read from a JSONL line.
-
-    Attributes:
-        fields: The record's keys other than ``messages`` (``id``, ``metadata``, …), written back as they are.
-        line: The 1-based line number the conversation came from (0 when not read from a file).
-        items: The turns in order: messages, and plain text turns not built as messages until needed.
-    """
-
-    fields: dict[str, Any] = field(default_factory=dict)
-    line: int = 0
-    formats: dict[str, _TurnFormat] = field(default_factory=dict, repr=False)
-    items: list[Item] = field(default_factory=list, repr=False)
-
-    @property
-    def messages(self) -> list[Message]:
-        """The turns as procflow messages, in order (text turns built on first use)."""
-        return [as_message(item) for item in self.items]
-
-
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     # Decoded JSON objects are dicts: the exact type test spares the ABC check on every turn.
     return type(value) is dict or isinstance(value, Mapping)
 
 
-def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
+def parse_conversation(record: Any, *, line: int = 0, key_texts: bool = False) -> Conversation:
     """Build a :class:`Conversation` from one decoded JSON record.
+
+    Args:
+        record: The decoded JSON line.
+        line: Its 1-based line number (0 when not read from a file).
+        key_texts: Also give the processors the text a turn holds under other keys, to check and
+            change: ``reasoning_content`` and ``refusal`` (each a message of the turn's role, with the id
+            ``turn-i.KEY``, placed right after the turn's message) and a legacy ``function_call`` (a
+            tool-invocation part, as a tool call is). ``procflow run`` does; the gateway, which never
+            sends those keys on, does not.
 
     Raises:
         ConversationFormatError: the record is not ``{"messages": [...]}`` with valid turns. The message
@@ -120,19 +88,24 @@ def parse_conversation(record: Any, *, line: int = 0) -> Conversation:
             f'the conversation {problem}; write {{"messages": [{{"role": "user", "content": "..."}}]}}',
             line=line,
         )
-    conversation = Conversation(
-        fields={k: v for k, v in record.items() if k not in ("messages", "blocked")}, line=line
-    )
-    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    conversation = Conversation(fields={k: v for k, v in record.items() if k != "messages"}, line=line)
+    keys = list(record)
+    if keys[-1] != "messages":  # written back where it was
+        conversation.messages_at = keys.index("messages")
+    calls: dict[str, str] = {}
     for index, turn in enumerate(turns):
         try:
             # Ids follow the turn's index, so reports that name a message (tripwire metadata, redaction
             # reports) point at messages[i] of the input, the same on every run.
-            message, fmt = _parse_turn(turn, calls, f"turn-{index}")
+            message, fmt = _parse_turn(turn, calls, f"turn-{index}", key_texts)
         except ConversationFormatError as exc:
             raise ConversationFormatError(_at(f"messages[{index}]", exc.problem), line=line) from None
         conversation.items.append(message)
         conversation.formats[message.id] = fmt
+        for key in fmt.key_texts:
+            text = _key_text(message.id, key, fmt)
+            conversation.items.append(text)
+            conversation.formats[text.id] = text.fmt
     return conversation
 
 
@@ -150,26 +123,23 @@ def _label(value: str) -> str:
 
 
 def _parse_turn(
-    turn: Any, calls: dict[str, tuple[str, dict[str, Any]]], message_id: str
-) -> tuple[Item, _TurnFormat]:
+    turn: Any, calls: dict[str, str], message_id: str, key_texts: bool
+) -> tuple[Item, TurnFormat]:
     if not _is_mapping(turn):
         raise ConversationFormatError(f"expected a turn object, got {describe(turn)}")
     role = turn.get("role")
     if not isinstance(role, str):
         problem = "is missing" if "role" not in turn else f"must be a string, not {describe(role)}"
         raise ConversationFormatError(f".role: {problem}; use one of {_ROLE_NAMES}")
-    if role not in _ROLES:
+    if role not in ROLES:
         raise ConversationFormatError(f".role: unknown role {_label(role)}; use one of {_ROLE_NAMES}")
+    keyed = _keyed_texts(turn, role) if key_texts and len(turn) > 2 else ()
+    legacy = key_texts and role == "assistant" and "function_call" in turn
     content = turn.get("content")
-    if type(content) is str and role != "tool" and "tool_calls" not in turn:
-        return _text_turn(turn, role, content, message_id)
+    if type(content) is str and role != "tool" and "tool_calls" not in turn and not legacy:
+        return _text_turn(turn, role, content, message_id, keyed)
     parts, content_kind = _parse_content(content, "content" in turn)
-    fmt = _TurnFormat(
-        role=role,
-        content_kind=content_kind,
-        extra={k: v for k, v in turn.items() if k not in _KNOWN_KEYS},
-        order=tuple(turn),
-    )
+    fmt = TurnFormat(role=role, content_kind=content_kind, source=turn, key_texts=keyed)
     if role == "tool":
         message = _parse_tool_turn(turn, parts, calls, message_id)
         fmt.tool_text = message.content.content
@@ -187,22 +157,36 @@ def _parse_turn(
                 part, raw = _parse_tool_call(call)
             except ConversationFormatError as exc:
                 raise ConversationFormatError(_at(f".tool_calls[{index}]", exc.problem)) from None
-            fmt.arguments[part["tool_call_id"]] = (raw, dict(part["args"]))
-            calls[part["tool_call_id"]] = (part["tool_name"], part["args"])
+            fmt.calls.append(TurnCall(call["id"], call, raw, dict(part["args"])))
+            calls[part["tool_call_id"]] = part["tool_name"]
             parts.append(part)
-    return _message(message_id, _ROLES[role], parts, None), fmt
+    if legacy:
+        _parse_function_call(turn["function_call"], f"{message_id}.function_call", parts, fmt)
+    return _message(message_id, ROLES[role], parts, None), fmt
+
+
+def _keyed_texts(turn: Mapping[str, Any], role: str) -> tuple[str, ...]:
+    """The keys of :data:`KEY_TEXTS` holding a text in ``turn`` (a tool turn's are left as they are)."""
+    if role == "tool":
+        return ()
+    return tuple(key for key in KEY_TEXTS if type(turn.get(key)) is str)
+
+
+def _key_text(owner: str, key: str, owner_fmt: TurnFormat) -> TextTurn:
+    """The text turn holding ``owner``'s text under ``key``: a message of the owner's role."""
+    fmt = TurnFormat(role=owner_fmt.role, content_kind="text", source={}, owner=owner, key=key)
+    return TextTurn(f"{owner}.{key}", ROLES[owner_fmt.role], owner_fmt.source[key], fmt)
 
 
 def _text_turn(
-    turn: Mapping[str, Any], role: str, text: str, message_id: str
-) -> tuple[TextTurn, _TurnFormat]:
+    turn: Mapping[str, Any], role: str, text: str, message_id: str, keyed: tuple[str, ...]
+) -> tuple[TextTurn, TurnFormat]:
     """The most common turn, ``{"role": ..., "content": "text"}`` (other keys kept as they are); its
     message is built when first needed."""
-    extra = {k: v for k, v in turn.items() if k not in _KNOWN_KEYS} if len(turn) > 2 else {}
-    fmt = _TurnFormat(role=role, content_kind="text", extra=extra, order=tuple(turn))
-    if type(turn) is dict and "tool_call_id" not in turn:  # written back as read while unchanged
+    fmt = TurnFormat(role=role, content_kind="text", source=turn, key_texts=keyed)
+    if type(turn) is dict and not keyed:  # written back as read while unchanged
         fmt.raw = turn
-    return TextTurn(message_id, _ROLES[role], text, fmt), fmt
+    return TextTurn(message_id, ROLES[role], text, fmt), fmt
 
 
 def _message(message_id: str, role: Role, parts: list[dict[str, Any]], text: str | None) -> Message:
@@ -253,11 +237,16 @@ def _parse_part(item: Any, path: str) -> dict[str, Any]:
 
 
 def _parse_tool_call(call: Any) -> tuple[dict[str, Any], Any]:
+    """A tool call's part, and its ``arguments`` as written (``None`` when absent)."""
     function = call.get("function") if _is_mapping(call) else None
     if not _is_mapping(function) or not isinstance(call.get("id"), str):
         raise ConversationFormatError(
             "a tool call needs {'id': ..., 'type': 'function', 'function': {'name': ..., 'arguments': ...}}"
         )
+    return _parse_function(function, call["id"]), function.get("arguments")
+
+
+def _parse_function(function: Mapping[str, Any], call_id: str) -> dict[str, Any]:
     name = function.get("name")
     if not isinstance(name, str) or not name:
         raise ConversationFormatError(".function.name: a tool call needs a function name (a string)")
@@ -270,142 +259,43 @@ def _parse_tool_call(call: Any) -> tuple[dict[str, Any], Any]:
             raise ConversationFormatError(exc.problem) from None
     if not isinstance(parsed, dict):
         raise ConversationFormatError(f".function.arguments: must be a JSON object, not {describe(parsed)}")
-    part = {"type": "tool-invocation", "tool_call_id": call["id"], "tool_name": name, "args": parsed}
-    return part, raw
+    return {"type": "tool-invocation", "tool_call_id": call_id, "tool_name": name, "args": parsed}
+
+
+def _parse_function_call(function: Any, call_id: str, parts: list[dict[str, Any]], fmt: TurnFormat) -> None:
+    """A legacy ``function_call`` (``{"name": ..., "arguments": ...}``), read as a tool call is."""
+    if not _is_mapping(function):
+        raise ConversationFormatError(
+            ".function_call: must be {'name': ..., 'arguments': ...}, not " + describe(function)
+        )
+    try:
+        part = _parse_function(function, call_id)
+    except ConversationFormatError as exc:
+        raise ConversationFormatError(exc.problem.replace(".function.", ".function_call.", 1)) from None
+    fmt.function_call = TurnCall(call_id, function, function.get("arguments"), dict(part["args"]))
+    parts.append(part)
 
 
 def _parse_tool_turn(
-    turn: Mapping[str, Any],
-    parts: list[dict[str, Any]],
-    calls: dict[str, tuple[str, dict[str, Any]]],
-    message_id: str,
+    turn: Mapping[str, Any], parts: list[dict[str, Any]], calls: dict[str, str], message_id: str
 ) -> Message:
     call_id = turn.get("tool_call_id")
     if not isinstance(call_id, str):
         raise ConversationFormatError(
             ".tool_call_id: a tool turn needs 'tool_call_id' naming the assistant's tool call"
         )
-    call = calls.get(call_id)
     written = turn.get("name")
-    name = call[0] if call is not None else written if isinstance(written, str) and written else "unknown"
-    args = dict(call[1]) if call is not None else {}
+    name = calls.get(call_id) or (written if isinstance(written, str) and written else "unknown")
     text = "".join(p["text"] for p in parts if p["type"] == "text")
+    # The call's arguments are not repeated here: they are the assistant turn's, checked (and counted)
+    # there; a copy in the result would be checked and reported again though never written out.
     result = {
         "type": "tool-invocation",
         "tool_call_id": call_id,
         "tool_name": name,
-        "args": args,
         "state": "result",
         "result": text,
     }
     # The result is also the message's flattened text, so text processors (redaction, normalisation)
     # check what a tool returned like any other text the conversation carries.
     return _message(message_id, "tool", [result], text)
-
-
-def conversation_to_record(
-    conversation: Conversation, messages: Sequence[Message] | None = None
-) -> dict[str, Any]:
-    """Return the chat-format record for ``messages`` (default: the conversation's own).
-
-    Signals (``role="signal"``) are hints for the model, not turns, and are left out.
-    """
-    items = conversation.items if messages is None else items_of(messages)
-    formats = conversation.formats
-    if items is None:
-        assert messages is not None
-        turns = [_turn_of(m, formats.get(m.id)) for m in messages if m.role != "signal"]
-    else:
-        turns = [_item_turn(item, formats) for item in items if item.role != "signal"]
-    return {**conversation.fields, "messages": turns}
-
-
-def _item_turn(item: Item, formats: dict[str, _TurnFormat]) -> dict[str, Any]:
-    if type(item) is TextTurn:
-        raw = item.fmt.raw
-        if raw is not None and (item.fmt.parsed is None or _as_read(item.fmt.parsed, raw)):
-            return raw  # never built as a message, or built and still as read
-        return _turn_of(item.message(), item.fmt)
-    message: Message = item  # type: ignore[assignment]
-    return _turn_of(message, formats.get(message.id))
-
-
-def _turn_of(message: Message, fmt: _TurnFormat | None) -> dict[str, Any]:
-    if fmt is not None and fmt.parsed is message and fmt.raw is not None and _as_read(message, fmt.raw):
-        return fmt.raw  # unchanged, and written back as it was read (copy on write)
-    role = fmt.role if fmt is not None and _ROLES[fmt.role] == message.role else message.role
-    turn: dict[str, Any] = {"role": role}
-    invocations = message.tool_invocations
-    if message.role == "tool" and invocations:
-        turn["content"] = _tool_text(message, invocations[0], fmt)
-        turn["tool_call_id"] = invocations[0].tool_call_id
-    else:
-        content = _content_of(message, fmt)
-        if content is not _ABSENT:
-            turn["content"] = content
-        calls = [p for p in invocations if p.state == "call" or message.role == "assistant"]
-        if calls:
-            written = fmt.arguments if fmt is not None else {}
-            turn["tool_calls"] = [_tool_call_of(p, written.get(p.tool_call_id)) for p in calls]
-    if fmt is None:
-        return turn
-    turn.update(fmt.extra)
-    ordered = {key: turn[key] for key in fmt.order if key in turn}
-    ordered.update(turn)
-    return ordered
-
-
-_ABSENT = object()
-
-
-def _as_read(message: Message, raw: dict[str, Any]) -> bool:
-    """Whether a text turn's message still says what ``raw`` says: the same object is no proof, as a
-    processor may have edited it in place (a part's text, its role, parts added)."""
-    if message.role != _ROLES[raw["role"]] or message.content.content is not None:
-        return False
-    parts = message.content.parts
-    if len(parts) != 1:
-        return False
-    part = parts[0]
-    return type(part) is TextPart and part.text == raw["content"]
-
-
-def _tool_text(message: Message, part: ToolInvocationPart, fmt: _TurnFormat | None) -> str:
-    """A tool turn's content: whichever of its result and its text a processor changed."""
-    result = part.result if isinstance(part.result, str) else json.dumps(part.result, ensure_ascii=False)
-    original = fmt.tool_text if fmt is not None else None
-    text = message.text
-    if result == original and text != original:
-        return text
-    return result
-
-
-def _content_of(message: Message, fmt: _TurnFormat | None) -> Any:
-    kind = fmt.content_kind if fmt is not None else "text"
-    texts = [p for p in message.content.parts if isinstance(p, TextPart)]
-    if kind == "parts":
-        out: list[dict[str, Any]] = []
-        for part in message.content.parts:
-            if isinstance(part, TextPart):
-                out.append({"type": "text", "text": part.text})
-            elif isinstance(part, ImagePart) and part.url is not None:
-                out.append({"type": "image_url", "image_url": {"url": part.url}})
-        return out
-    if not texts and not message.content.content:
-        return {"null": None, "absent": _ABSENT}.get(kind, "")
-    return message.text
-
-
-def _tool_call_of(part: ToolInvocationPart, written: tuple[Any, dict[str, Any]] | None) -> dict[str, Any]:
-    arguments: Any
-    if written is not None and written[1] == part.args:
-        arguments = written[0]
-    elif written is not None and not isinstance(written[0], str):
-        arguments = part.args
-    else:
-        arguments = json.dumps(part.args, ensure_ascii=False)
-    return {
-        "id": part.tool_call_id,
-        "type": "function",
-        "function": {"name": part.tool_name, "arguments": arguments},
-    }

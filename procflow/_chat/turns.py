@@ -15,7 +15,7 @@ from procflow._messages._building import text_message
 from procflow._messages.message import Message, Role
 
 if TYPE_CHECKING:
-    from procflow._chat.format import _TurnFormat
+    from procflow._chat.conversation import TurnFormat
 
 __all__ = ["Item", "TextTurn", "TurnView", "as_message", "items_of"]
 
@@ -25,7 +25,7 @@ class TextTurn:
 
     __slots__ = ("_message", "fmt", "id", "role", "text")
 
-    def __init__(self, message_id: str, role: Role, text: str, fmt: _TurnFormat) -> None:
+    def __init__(self, message_id: str, role: Role, text: str, fmt: TurnFormat) -> None:
         self.id = message_id
         self.role: Role = role
         self.text = text

@@ -96,13 +96,15 @@ class DirectPass:
         self, messages: list[Item], sources: Sequence[str], *, inputs: bool, outputs: bool
     ) -> DirectResult | None:
         """Pass ``messages`` (``sources[i]``: ``system``, ``input`` or ``response``) through the input
-        hooks (when ``inputs``), then the output hooks (when ``outputs``). Text turns stay text turns
-        while no processor changes them; a changed one becomes the message a processor would return.
+        hooks (when ``inputs``: system messages only through filters with ``system_messages``), then the
+        output hooks (when ``outputs``). Text turns stay text turns while no processor changes them; a
+        changed one becomes the message a processor would return.
 
         Returns ``None`` when the phase runner must do it instead (nothing has been reported then).
         """
         if is_tracing():
             return None
+        new_sys = [m for m, s in zip(messages, sources, strict=True) if s == "system"]
         new_in = [m for m, s in zip(messages, sources, strict=True) if s == "input"]
         new_out = [m for m, s in zip(messages, sources, strict=True) if s == "response"]
         reports: Reports = []
@@ -110,7 +112,7 @@ class DirectPass:
         phase, processor = "input", None
         try:
             for processor in self.inputs if inputs else ():
-                new_in = _input_step(processor, new_in, reports)
+                new_sys, new_in = _input_step(processor, new_sys, new_in, reports)
             phase = "output"
             if outputs:
                 holder = ["\n".join(m.text for m in new_out if m.role == "assistant")]
@@ -120,23 +122,27 @@ class DirectPass:
             result.tripwire, result.blocked_phase, result.blocked_by = tripwire, phase, processor
         except Exception:  # a _FallbackError, or an error the phase runner reports in its own way
             return None
-        ins, outs = iter(new_in), iter(new_out)
-        result.items = [
-            m if s == "system" else next(ins if s == "input" else outs)
-            for m, s in zip(messages, sources, strict=True)
-        ]
+        turns = {"system": iter(new_sys), "input": iter(new_in), "response": iter(new_out)}
+        result.items = [next(turns[s]) for s in sources]
         return result
 
 
-def _input_step(processor: Any, messages: list[Item], reports: Reports) -> list[Item]:
+def _input_step(
+    processor: Any, system: list[Item], messages: list[Item], reports: Reports
+) -> tuple[list[Item], list[Item]]:
+    """One input processor over the system and the input messages: both, as they come out of it."""
     if type(processor) is UnicodeNormalizer:
-        return [
+        return system, [
             _normalized(processor, m) if type(m) is TextTurn else processor._message(m)  # type: ignore[arg-type]
             for m in messages
         ]
     if processor.phase == "output":
-        return messages
-    return _filter(processor, messages, "process_input", processor._find, None, reports)
+        return system, messages
+    if not processor.system_messages or not system:
+        return system, _filter(processor, messages, "process_input", processor._find, None, reports)
+    # One pass over both, system messages first, as RegexFilterProcessor.process_input does.
+    out = _filter(processor, [*system, *messages], "process_input", processor._find, None, reports)
+    return out[: len(system)], out[len(system) :]
 
 
 def _normalized(normalizer: UnicodeNormalizer, turn: TextTurn) -> Item:

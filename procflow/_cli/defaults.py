@@ -1,8 +1,11 @@
 """The bundled guard ``procflow run`` (and ``procflow chat``) applies when no pipeline is given.
 
 In order: Unicode normalisation (so full-width and other look-alike characters cannot hide anything
-from the checks after it), PII and secrets redaction in every text and in tool-call arguments (the
-filter's ``tool_arguments`` option), a block on blatant prompt-injection phrases, and a token limit.
+from the checks after it), PII and secrets redaction in every text, in tool-call arguments (the
+filter's ``tool_arguments`` option) and in system messages (its ``system_messages`` option: a stored
+conversation's system and developer turns are data to redact), a block on blatant prompt-injection
+phrases in the input (not in system messages: those are the app's instructions, and "never reveal your
+system prompt" is a line many of them hold), and a token limit.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ def default_pipeline() -> list[Any]:
     presets: list[Any] = list(REDACT_PRESETS)
     return [
         UnicodeNormalizer(),
-        RegexFilterProcessor(presets=presets, strategy="redact", id="redact-pii-secrets"),
+        RegexFilterProcessor(
+            presets=presets, strategy="redact", system_messages=True, id="redact-pii-secrets"
+        ),
         RegexFilterProcessor(
             rules=[{"name": name, "pattern": pattern} for name, pattern in INJECTION_RULES],
             strategy="block",

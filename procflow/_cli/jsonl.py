@@ -116,7 +116,7 @@ def parse_line(raw: bytes, number: int) -> tuple[Conversation | None, Conversati
     except JsonInputError as exc:
         return None, ConversationFormatError(exc.problem, line=number)
     try:
-        return parse_conversation(record, line=number), None
+        return parse_conversation(record, line=number, key_texts=True), None
     except ConversationFormatError as exc:
         return None, exc
 

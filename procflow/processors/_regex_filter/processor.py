@@ -19,6 +19,7 @@ from procflow._messages.parts import ToolInvocationPart
 from procflow.errors import ConfigurationError, PatternTimeoutError, StreamHoldLimitError
 from procflow.processors._args import (
     ProcessInputArgs,
+    ProcessInputResult,
     ProcessInputStepArgs,
     ProcessInputStepResult,
     ProcessorArgs,
@@ -105,6 +106,11 @@ class RegexFilterProcessor:
         stream_hold_limit: The most characters a stream holds back for one possible match (default
             65,536). Past it the stream fails closed: a tripwire (``error="stream_hold_limit"``)
             rather than releasing the start of a secret.
+        system_messages: Also check the system messages in ``process_input`` (the untagged ones, before
+            the input messages), with the same strategy; redacted ones replace them. Off by default:
+            in an agent they are the app's instructions, not input to judge. On where system text is
+            data, as in a stored conversation (the bundled guard of ``procflow run`` checks system and
+            developer turns this way).
         id: Processor id (default ``"regex-filter"``); give another to use two filters in one pipeline.
 
     Raises:
@@ -127,11 +133,13 @@ class RegexFilterProcessor:
         stream_carryover_size: int = 128,
         stream_hold_limit: int = DEFAULT_HOLD_LIMIT,
         tool_arguments: bool | None = None,
+        system_messages: bool = False,
         id: str = "regex-filter",
     ) -> None:
         size, limit = check_options(strategy, phase, stream_carryover_size, stream_hold_limit)
         self.stream_hold_limit = limit
         self.tool_arguments = phase != "output" if tool_arguments is None else bool(tool_arguments)
+        self.system_messages = bool(system_messages)
         self.id = id
         self.strategy: RegexStrategy = strategy
         self.phase: RegexPhase = phase
@@ -200,11 +208,21 @@ class RegexFilterProcessor:
             hits.extend(scan_final(rule, text, 0))
         return hits
 
-    async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
-        """Check the input messages; block, redact or warn. Skipped when ``phase="output"``."""
+    async def process_input(self, args: ProcessInputArgs) -> list[Message] | ProcessInputResult | None:
+        """Check the input messages (and, with ``system_messages``, the system messages first); block,
+        redact or warn. Skipped when ``phase="output"``."""
         if self.phase == "output":
             return None
-        return await self._check_messages(args.messages, "process_input", args)
+        if not self.system_messages or not args.system_messages:
+            return await self._check_messages(args.messages, "process_input", args)
+        check = self._new_check("process_input", tool_arguments=self.tool_arguments)
+        system = [check.message(message) for message in args.system_messages]
+        system_changed, check.changed = check.changed, False
+        messages = [check.message(message) for message in args.messages]
+        await self._settle(check, check.found, args)
+        if not system_changed:
+            return messages if check.changed else None
+        return ProcessInputResult(messages=messages if check.changed else None, system_messages=list(system))
 
     @on_tool_results_only
     async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
