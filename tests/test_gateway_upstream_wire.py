@@ -173,3 +173,32 @@ async def test_a_streamed_refusal_comes_after_the_text_already_sent(
     sent, _, refusal = text.partition("\n\n")
     assert refusal == config.refusal_text and sent and answer.startswith(sent)
     assert "sk-proj" not in text
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_bundled_guard_redacts_a_clients_system_and_developer_messages(
+    upstream: FakeProviderServer, stream: bool
+) -> None:
+    """A gateway client writes its system messages too: the bundled guard redacts them before the
+    upstream reads them (``RegexFilterProcessor(system_messages=True)``)."""
+    from procflow._cli.defaults import default_pipeline
+
+    upstream.reset()
+    upstream.add(FakeReply(text="ok"))
+    guard = default_pipeline()
+    model = OpenAICompatibleModel("fake-model", base_url=upstream.base_url)
+    config = GatewayConfig(upstream=model, input_processors=guard, output_processors=guard)
+    messages: Any = [
+        {"role": "system", "content": f"Écrivez à marie.dupont@example.fr, clé {SECRET}"},
+        {"role": "developer", "content": "客服电话+86 139 1234 5678"},
+        {"role": "user", "content": "hola"},
+    ]
+    with serving(create_app(config)) as url:
+        async with openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0) as client:
+            answer: Any = await client.chat.completions.create(
+                model="fake-model", messages=messages, stream=stream
+            )
+            if stream:
+                [_ async for _ in answer]
+    sent = upstream.requests[0].json["messages"]
+    assert [m["content"] for m in sent] == ["Écrivez à [EMAIL], clé [API_KEY]", "客服电话[PHONE]", "hola"]
