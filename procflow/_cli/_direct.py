@@ -42,7 +42,7 @@ from procflow.processors._unicode_normalizer import UnicodeNormalizer
 __all__ = ["DirectPass", "DirectResult"]
 
 _HOOKS = {
-    UnicodeNormalizer: ("process_input",),
+    UnicodeNormalizer: ("process_input", "process_output_result"),
     RegexFilterProcessor: ("process_input", "process_output_result"),
     TokenLimiter: ("process_output_result",),
 }
@@ -129,14 +129,19 @@ class DirectPass:
 
 
 def _input_step(processor: Any, messages: list[Item], reports: Reports) -> list[Item]:
-    if type(processor) is UnicodeNormalizer:
-        return [
-            _normalized(processor, m) if type(m) is TextTurn else processor._message(m)  # type: ignore[arg-type]
-            for m in messages
-        ]
     if processor.phase == "output":
         return messages
+    if type(processor) is UnicodeNormalizer:
+        return _normalized_all(processor, messages)
     return _filter(processor, messages, "process_input", processor._find, None, reports)
+
+
+def _normalized_all(normalizer: UnicodeNormalizer, messages: list[Item]) -> list[Item]:
+    """``UnicodeNormalizer._message`` of each turn; a text turn stays a text turn while unchanged."""
+    return [
+        _normalized(normalizer, m) if type(m) is TextTurn else normalizer._message(m)  # type: ignore[arg-type]
+        for m in messages
+    ]
 
 
 def _normalized(normalizer: UnicodeNormalizer, turn: TextTurn) -> Item:
@@ -152,9 +157,13 @@ def _output_step(processor: Any, messages: list[Item], holder: list[str], report
         if type(counter) is TiktokenCounter and counter.is_loaded and _bytes(messages) <= processor.limit:
             return messages
         raise _FallbackError
-    filt: RegexFilterProcessor = processor
-    if filt.phase == "input":
+    if processor.phase == "input":
         return messages
+    if type(processor) is UnicodeNormalizer:
+        if holder[0]:  # the result text: the character steps (``process_output_result``)
+            holder[0] = processor._characters(holder[0])
+        return _normalized_all(processor, messages)
+    filt: RegexFilterProcessor = processor
     extra = holder[0]
     if not extra:
         return _filter(filt, messages, "process_output_result", filt._find, None, reports)

@@ -1,8 +1,9 @@
 """The bundled guard ``procflow run`` (and ``procflow chat``) applies when no pipeline is given.
 
-In order: Unicode normalisation (so full-width and other look-alike characters cannot hide anything
-from the checks after it), PII and secrets redaction in every text and in tool-call arguments (the
-filter's ``tool_arguments`` option), a block on blatant prompt-injection phrases, and a token limit.
+In order: Unicode normalisation of the input and of the answer (``phase="all"``: full-width and other
+look-alike characters cannot hide anything from the checks after it, in user or assistant turns, in a
+model's answer streamed or whole), PII and secrets redaction in every text and in tool-call arguments
+(the filter's ``tool_arguments`` option), a block on blatant prompt-injection phrases, and a token limit.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def default_pipeline() -> list[Any]:
     """Build the bundled guard: a fresh list of processors."""
     presets: list[Any] = list(REDACT_PRESETS)
     return [
-        UnicodeNormalizer(),
+        UnicodeNormalizer(phase="all"),
         RegexFilterProcessor(presets=presets, strategy="redact", id="redact-pii-secrets"),
         RegexFilterProcessor(
             rules=[{"name": name, "pattern": pattern} for name, pattern in INJECTION_RULES],
