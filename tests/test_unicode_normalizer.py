@@ -269,3 +269,21 @@ async def test_agent_model_receives_parts_with_their_spaces(mode: str) -> None:
     agent = Agent(id="a", model=model, input_processors=[UnicodeNormalizer(strip_control_chars=True)])
     await call(agent, mode, [_parts("  Ｐｌｅａｓｅ cancel ", " order\u200b 42  ", "today ")])
     assert [p.text for p in model.requests[0].prompt[-1].content] == ["Please cancel ", "order 42 ", "today"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cafe\u200b\u0301", "café"),
+        ("pre\u200b\u0301ce\u0301dentes", "précédentes"),
+        ("Espan\u2060\u0303a", "España"),
+        ("か\u200b\u3099", "が"),
+    ],
+    ids=["en", "fr", "es", "ja"],
+)
+def test_stripping_never_leaves_a_mark_loose(text: str, expected: str) -> None:
+    """An invisible character between a letter and its mark goes, and the two compose: the result is
+    in the normal form, so normalizing it again changes nothing."""
+    normalizer = UnicodeNormalizer(strip_control_chars=True)
+    assert normalizer.normalize(text) == expected
+    assert normalizer.normalize(expected) == expected

@@ -42,7 +42,7 @@ from procflow.processors._unicode_normalizer import UnicodeNormalizer
 __all__ = ["DirectPass", "DirectResult"]
 
 _HOOKS = {
-    UnicodeNormalizer: ("process_input",),
+    UnicodeNormalizer: ("process_input", "process_output_result"),
     RegexFilterProcessor: ("process_input", "process_output_result"),
     TokenLimiter: ("process_output_result",),
 }
@@ -131,18 +131,23 @@ def _input_step(
     processor: Any, system: list[Item], messages: list[Item], reports: Reports
 ) -> tuple[list[Item], list[Item]]:
     """One input processor over the system and the input messages: both, as they come out of it."""
-    if type(processor) is UnicodeNormalizer:
-        return system, [
-            _normalized(processor, m) if type(m) is TextTurn else processor._message(m)  # type: ignore[arg-type]
-            for m in messages
-        ]
     if processor.phase == "output":
         return system, messages
+    if type(processor) is UnicodeNormalizer:
+        return system, _normalized_all(processor, messages)
     if not processor.system_messages or not system:
         return system, _filter(processor, messages, "process_input", processor._find, None, reports)
     # One pass over both, system messages first, as RegexFilterProcessor.process_input does.
     out = _filter(processor, [*system, *messages], "process_input", processor._find, None, reports)
     return out[: len(system)], out[len(system) :]
+
+
+def _normalized_all(normalizer: UnicodeNormalizer, messages: list[Item]) -> list[Item]:
+    """``UnicodeNormalizer._message`` of each turn; a text turn stays a text turn while unchanged."""
+    return [
+        _normalized(normalizer, m) if type(m) is TextTurn else normalizer._message(m)  # type: ignore[arg-type]
+        for m in messages
+    ]
 
 
 def _normalized(normalizer: UnicodeNormalizer, turn: TextTurn) -> Item:
@@ -158,9 +163,13 @@ def _output_step(processor: Any, messages: list[Item], holder: list[str], report
         if type(counter) is TiktokenCounter and counter.is_loaded and _bytes(messages) <= processor.limit:
             return messages
         raise _FallbackError
-    filt: RegexFilterProcessor = processor
-    if filt.phase == "input":
+    if processor.phase == "input":
         return messages
+    if type(processor) is UnicodeNormalizer:
+        if holder[0]:  # the result text: the character steps (``process_output_result``)
+            holder[0] = processor._characters(holder[0])
+        return _normalized_all(processor, messages)
+    filt: RegexFilterProcessor = processor
     extra = holder[0]
     if not extra:
         return _filter(filt, messages, "process_output_result", filt._find, None, reports)

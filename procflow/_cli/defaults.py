@@ -1,7 +1,8 @@
 """The bundled guard ``procflow run`` (and ``procflow chat``) applies when no pipeline is given.
 
-In order: Unicode normalisation (so full-width and other look-alike characters cannot hide anything
-from the checks after it), PII and secrets redaction in every text, in tool-call arguments (the
+In order: Unicode normalisation of the input and of the answer (``phase="all"``: full-width and other
+look-alike characters cannot hide anything from the checks after it, in user or assistant turns, in a
+model's answer streamed or whole), PII and secrets redaction in every text, in tool-call arguments (the
 filter's ``tool_arguments`` option) and in system messages (its ``system_messages`` option: a stored
 conversation's system and developer turns are data to redact), a block on blatant prompt-injection
 phrases in the input (not in system messages: those are the app's instructions, and "never reveal your
@@ -44,7 +45,7 @@ def default_pipeline() -> list[Any]:
     """Build the bundled guard: a fresh list of processors."""
     presets: list[Any] = list(REDACT_PRESETS)
     return [
-        UnicodeNormalizer(),
+        UnicodeNormalizer(phase="all"),
         RegexFilterProcessor(
             presets=presets, strategy="redact", system_messages=True, id="redact-pii-secrets"
         ),

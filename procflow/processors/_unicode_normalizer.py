@@ -1,106 +1,61 @@
-"""UnicodeNormalizer: one canonical form for input text before it reaches the model or other processors."""
+"""UnicodeNormalizer: one canonical form for text before the model, other processors or the user see it."""
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-import regex
-
+from procflow._messages.chunk import Chunk
 from procflow._messages.message import Message
 from procflow._messages.parts import Part, TextPart, ToolInvocationPart
 from procflow.errors import ConfigurationError
-from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, ProcessInputStepResult
+from procflow.processors._args import (
+    ProcessInputArgs,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+    ProcessOutputResultArgs,
+    ProcessOutputStreamArgs,
+)
 from procflow.processors._base import ProcessorBase
 from procflow.processors._guards._texts import TOOL_FIELDS
-from procflow.processors._tool_args import ArgPath
+from procflow.processors._tool_args import ArgPath, map_strings
 from procflow.processors._tool_results import (
     RESULT_FIELDS,
     judge_tool_results,
     on_tool_results_only,
     rewrite_part,
 )
+from procflow.processors._unicode_stream import NormalizedStream
+from procflow.processors._unicode_text import INVISIBLE, collapse, join_runs, strip_invisible, trim_ends
 
 __all__ = ["UnicodeNormalizer"]
 
 NormalForm = Literal["NFC", "NFKC", "NFD", "NFKD"]
+NormalizerPhase = Literal["input", "output", "all"]
 
-# What stripping removes: control (Cc) characters but tab, line feed and carriage return; format (Cf)
-# characters; the combining grapheme joiner (invisible, it only splits words for a reader that matches
-# them); and a variation selector that selects nothing: VS15/VS16 only follow an emoji character, the
-# others (ideographic variation sequences) only an ideograph, one each. A run of selectors after one
-# character is how arbitrary data is hidden behind a single visible emoji.
-_INVISIBLE_SOURCE = (
-    r"[^\t\n\r\P{Cc}]|\p{Cf}|\N{COMBINING GRAPHEME JOINER}"
-    r"|(?<!\p{Emoji})[\uFE0E\uFE0F]|(?<!\p{Ideographic})[\uFE00-\uFE0D\U000E0100-\U000E01EF]"
-)
-_INVISIBLE = regex.compile(_INVISIBLE_SOURCE)
-_GRAPHEME = regex.compile(r"\X")
-_EMOJI = regex.compile(r"[\p{Extended_Pictographic}\p{Regional_Indicator}\N{COMBINING ENCLOSING KEYCAP}]")
-# Inside an emoji's grapheme cluster two kinds of format characters belong to the emoji: the zero-width
-# joiner of 👨‍👩‍👧, and the tag characters of a subdivision flag (🏴, a subdivision id in tag letters
-# and digits: a region's two letters and one to four more, then the cancel tag). Any other tag character
-# attaches to the emoji before it all the same, and carries hidden text ("ASCII smuggling").
-_EMOJI_KEEP = regex.compile(
-    r"(\u200D|\U0001F3F4[\U000E0061-\U000E007A]{2}[\U000E0030-\U000E0039\U000E0061-\U000E007A]{1,4}"
-    rf"\U000E007F)|{_INVISIBLE_SOURCE}"
-)
-_LINE_BREAKS = regex.compile(r"\r\n?|[\u2028\u2029\x85]")
-_BREAK_RUN = regex.compile(r"[^\S\n]*\n\s*")
-_SPACE_RUN = regex.compile(r"[^\S\n]+")
-# Whitespace the three patterns above would change: any but a space or a line feed (the other line breaks
-# are whitespace too), or two in a row. Text without it is collapsed already; one search, no new string.
-_COLLAPSIBLE = regex.compile(r"[^\S \n]|\s\s")
-# After collapsing, every whitespace run is one of these.
-_RUNS = (" ", "\n")
-
-
-def _collapse(text: str) -> str:
-    """``text`` with each whitespace run made one space, or one line break if it holds one."""
-    if not _COLLAPSIBLE.search(text):
-        return text
-    text = _LINE_BREAKS.sub("\n", text)
-    return str(_SPACE_RUN.sub(" ", _BREAK_RUN.sub("\n", text)))
-
-
-def _join_runs(texts: list[str]) -> None:
-    """Make the whitespace runs that span two texts one run, as if the texts were one (in place).
-
-    Each text is collapsed already. The run stays in the earlier text (``["cancel ", " order"]`` gives
-    ``["cancel ", "order"]``), a line break if either side had one; a text that was only whitespace
-    becomes empty, and the run carries on into the text after it.
-    """
-    open_run: int | None = None  # the index of the text ending the text so far in whitespace
-    for index, text in enumerate(texts):
-        if open_run is not None and text[:1] in _RUNS:
-            before = texts[open_run]
-            if text[0] == "\n" and before[-1] != "\n":
-                texts[open_run] = before[:-1] + "\n"
-            text = texts[index] = text[1:]
-        if text:
-            open_run = index if text[-1] in _RUNS else None
-
-
-def _trim_ends(texts: list[str]) -> None:
-    """Strip the whitespace at both ends of the texts taken as one text (in place)."""
-    for index, text in enumerate(texts):
-        texts[index] = text.lstrip()
-        if texts[index]:
-            break
-    for index in range(len(texts) - 1, -1, -1):
-        texts[index] = texts[index].rstrip()
-        if texts[index]:
-            break
+_PHASES = ("input", "output", "all")
+_CARRIED = {"tool-call": ("args",), "tool-result": ("args", "result", "model_output")}
+"""The payload fields of the stream's tool chunks, by chunk type: a tool part's fields."""
+_STREAM = "stream"
+"""This processor's ``state`` key: the :class:`NormalizedStream` of the request's output stream."""
 
 
 class UnicodeNormalizer(ProcessorBase):
-    """Normalizes the text of input messages: Unicode form, invisible characters, whitespace, trimming.
+    """Normalizes text: Unicode form, invisible characters, whitespace, trimming.
+
+    ``phase`` says which text: ``"input"`` (default) the input messages, before the model and the
+    processors after this one read them; ``"output"`` the model's answer, streamed and whole, before
+    the processors after this one (a redacting filter) and the user see it; ``"all"`` both. Listed in
+    a phase it does not run in, it has none of that list's hooks (and the agent refuses it there).
 
     Every text a message carries is normalized: its text parts, its flattened ``content`` text, and the
     strings inside its tool calls' arguments and tool results (at any depth), in messages of any role
-    (a replayed conversation's tool traffic reaches the model too). The results of the tools run during
-    the call are normalized as well, each once, before the next model call reads them
-    (:meth:`process_input_step`).
+    (a replayed conversation's tool traffic reaches the model too). On input, the results of the tools
+    run during the call are normalized as well, each once, before the next model call reads them
+    (:meth:`process_input_step`). On output, the response messages (:meth:`process_output_result`:
+    what a stored conversation's assistant turns go through in ``procflow run``) and the stream
+    (:meth:`process_output_stream`) are normalized the same way.
 
     Steps, in order: Unicode normalization (NFKC by default: full-width letters, ligatures and other
     compatibility forms become their plain equivalents); optionally stripping invisible characters
@@ -114,6 +69,15 @@ class UnicodeNormalizer(ProcessorBase):
     parts collapses to one (never to none, which would glue their words), and trimming strips the start
     of the first part and the end of the last. Tool strings (and all the text of a ``tool`` message) are
     a tool's data, whose layout may matter (code, tables): they get the first two steps only.
+
+    A streamed answer comes out as the same answer normalized whole, however it is split into deltas:
+    each delta is normalized as it passes, and only the shortest tail a later character could still
+    change is held back — a character a combining mark may yet compose with, the last grapheme cluster
+    while stripping keeps emoji, trailing whitespace — and released with the next delta, before a chunk
+    that ends the text part, or at the end of the stream (see :mod:`procflow.processors._unicode_stream`).
+    Reasoning deltas are normalized as a text of their own. The strings of ``tool-call`` and
+    ``tool-result`` chunks get the character steps, as the response message's tool parts do (so the
+    tool runs with the arguments the message records); ``data-*`` chunks are left as they are.
 
     Emoji sequences rely on format characters (the zero-width joiner of 👨‍👩‍👧, the tag characters of
     subdivision flags such as 🏴󠁧󠁢󠁳󠁣󠁴󠁿). With ``preserve_emojis=True`` (default) stripping keeps those inside
@@ -129,7 +93,11 @@ class UnicodeNormalizer(ProcessorBase):
         preserve_emojis: Keep emoji sequences whole when stripping (default ``True``).
         collapse_whitespace: Collapse whitespace runs (default ``True``).
         trim: Strip leading and trailing whitespace (default ``True``).
+        phase: ``"input"`` (default), ``"output"`` or ``"all"``: the text it normalizes.
         id: The processor id (default ``"unicode-normalizer"``).
+
+    Raises:
+        ConfigurationError: An unknown ``form`` or ``phase``.
     """
 
     name = "UnicodeNormalizer"
@@ -142,11 +110,17 @@ class UnicodeNormalizer(ProcessorBase):
         preserve_emojis: bool = True,
         collapse_whitespace: bool = True,
         trim: bool = True,
+        phase: NormalizerPhase = "input",
         id: str = "unicode-normalizer",
     ) -> None:
         if form not in (None, "NFC", "NFKC", "NFD", "NFKD"):
             raise ConfigurationError(
                 f"UnicodeNormalizer form must be 'NFC', 'NFKC', 'NFD', 'NFKD' or None, got {form!r}"
+            )
+        if phase not in _PHASES:
+            raise ConfigurationError(
+                f"UnicodeNormalizer phase must be one of {_PHASES}, got {phase!r}: 'input' normalizes the "
+                "input messages, 'output' the model's answer (stream and result), 'all' both"
             )
         self.id = id
         self.form = form
@@ -154,23 +128,38 @@ class UnicodeNormalizer(ProcessorBase):
         self.preserve_emojis = preserve_emojis
         self.collapse_whitespace = collapse_whitespace
         self.trim = trim
+        self.phase: NormalizerPhase = phase
+        self.process_data_parts = phase != "input"  # a stored data chunk ends a text part (see streams)
 
     def __repr__(self) -> str:
-        return f"UnicodeNormalizer(form={self.form!r}, id={self.id!r})"
+        return f"UnicodeNormalizer(form={self.form!r}, phase={self.phase!r}, id={self.id!r})"
+
+    @property
+    def holds_output_stream(self) -> bool:
+        """Whether streamed text is held back (a character at a time): so on the output side.
+
+        Such a processor must see every chunk of the stream in order, so a workflow's ``.branch`` case
+        (each chunk routed on its own) refuses it.
+        """
+        return self.phase != "input"
 
     def normalize(self, text: str) -> str:
         """Return ``text`` normalized with this processor's options."""
         text = self._characters(text)
         if self.collapse_whitespace:
-            text = _collapse(text)
+            text = collapse(text)
         return text.strip() if self.trim else text
 
     def _characters(self, text: str) -> str:
-        """The character steps: the normal form, then stripping."""
-        if self.form is not None and not text.isascii():  # ASCII is the same in every normal form
-            text = unicodedata.normalize(self.form, text)
-        if self.strip_control_chars and _INVISIBLE.search(text):
-            text = self._strip(text)
+        """The character steps: the normal form, then stripping (then the form again if that removed
+        something: ``a``, a zero-width space, a combining acute is ``á``, not ``a`` and a loose mark)."""
+        form = self.form
+        if form is not None and not text.isascii():  # ASCII is the same in every normal form
+            text = unicodedata.normalize(form, text)
+        if self.strip_control_chars and INVISIBLE.search(text):
+            text = strip_invisible(text, preserve_emojis=self.preserve_emojis)
+            if form is not None and not text.isascii():
+                text = unicodedata.normalize(form, text)
         return text
 
     def _texts(self, texts: list[str]) -> list[str]:
@@ -179,16 +168,11 @@ class UnicodeNormalizer(ProcessorBase):
             return [self.normalize(text) for text in texts]
         out = [self._characters(text) for text in texts]
         if self.collapse_whitespace:
-            out = [_collapse(text) for text in out]
-            _join_runs(out)
+            out = [collapse(text) for text in out]
+            join_runs(out)
         if self.trim:
-            _trim_ends(out)
+            trim_ends(out)
         return out
-
-    def _strip(self, text: str) -> str:
-        if not self.preserve_emojis:
-            return str(_INVISIBLE.sub("", text))
-        return str(_GRAPHEME.sub(_strip_cluster, text))
 
     def _tool_string(self, text: str, _path: ArgPath) -> str | None:
         new = self._characters(text)
@@ -229,21 +213,42 @@ class UnicodeNormalizer(ProcessorBase):
             return message
         return message.model_copy(update={"content": content.model_copy(update=update)})
 
-    def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
-        """Normalize the input messages' text and tool traffic; ``None`` when nothing changes."""
-        out = [self._message(m) for m in args.messages]
-        if all(new is old for new, old in zip(out, args.messages, strict=True)):
+    def _messages(self, messages: list[Message]) -> list[Message] | None:
+        """The messages normalized; ``None`` when none changes."""
+        out = [self._message(m) for m in messages]
+        if all(new is old for new, old in zip(out, messages, strict=True)):
             return None
         return out
 
-    @on_tool_results_only
-    async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
+    # The hooks are properties: a phase the processor does not run in has no hook (``None``), so the
+    # pipeline never calls it there, and an agent refuses it in a list it would do nothing in.
+
+    @property
+    def process_input(self) -> Callable[[ProcessInputArgs], list[Message] | None] | None:
+        """Normalize the input messages' text and tool traffic; ``None`` when nothing changes.
+
+        ``None`` (no hook) when ``phase="output"``.
+        """
+        return None if self.phase == "output" else self._process_input
+
+    def _process_input(self, args: ProcessInputArgs) -> list[Message] | None:
+        return self._messages(args.messages)
+
+    @property
+    def process_input_step(
+        self,
+    ) -> Callable[[ProcessInputStepArgs], Awaitable[ProcessInputStepResult | None]] | None:
         """Normalize the results of the tools run during this call, each once, before the model reads them.
 
         ``process_input`` sees the request's messages once, at the start; a tool's result is new text
         the next model call reads, and the processors after this one (a prompt-injection detector)
-        judge it as this one leaves it. Tool results in the input are ``process_input``'s.
+        judge it as this one leaves it. Tool results in the input are ``process_input``'s. ``None``
+        (no hook) when ``phase="output"``.
         """
+        return None if self.phase == "output" else self._process_input_step
+
+    @on_tool_results_only
+    async def _process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
         if self.form is None and not self.strip_control_chars:  # tool strings get no other step
             return None
         return await judge_tool_results(args, self._result)
@@ -253,10 +258,55 @@ class UnicodeNormalizer(ProcessorBase):
     ) -> ToolInvocationPart:
         return self._tool_part(part, RESULT_FIELDS)
 
+    @property
+    def process_output_result(self) -> Callable[[ProcessOutputResultArgs], list[Message] | None] | None:
+        """Normalize the response messages as input messages are; ``None`` when nothing changes.
 
-def _strip_cluster(match: regex.Match[str]) -> str:
-    """A grapheme cluster without its invisible characters; an emoji's keep what belongs to it."""
-    cluster = match.group()
-    if _EMOJI.search(cluster):
-        return str(_EMOJI_KEEP.sub(lambda m: m.group(1) or "", cluster))
-    return str(_INVISIBLE.sub("", cluster))
+        The result's text (which the processors after this one search for what spans two messages)
+        gets the character steps. ``None`` (no hook) when ``phase="input"``.
+        """
+        return None if self.phase == "input" else self._process_output_result
+
+    def _process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
+        if args.result.text:
+            args.result.text = self._characters(args.result.text)
+        return self._messages(args.messages)
+
+    @property
+    def process_output_stream(self) -> Callable[[ProcessOutputStreamArgs], Chunk | list[Chunk] | None] | None:
+        """Normalize streamed text as it passes, holding back only what a later character may change.
+
+        ``None`` (no hook) when ``phase="input"``.
+        """
+        return None if self.phase == "input" else self._process_output_stream
+
+    def _process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        stream: NormalizedStream | None = args.state.get(_STREAM)
+        if stream is None:
+            stream = args.state[_STREAM] = NormalizedStream(self)
+        return stream.push(args.part, args.retry_count)
+
+    @property
+    def flush_output_stream(self) -> Callable[[ProcessOutputStreamArgs], list[Chunk] | None] | None:
+        """End of the stream (or of an attempt thrown away for a retry): release the held text.
+
+        ``None`` (no hook) when ``phase="input"``.
+        """
+        return None if self.phase == "input" else self._flush_output_stream
+
+    def _flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk] | None:
+        stream: NormalizedStream | None = args.state.get(_STREAM)
+        return None if stream is None else stream.flush(args.retry_count)
+
+    def _tool_chunk(self, chunk: Chunk) -> Chunk:
+        """A ``tool-call`` or ``tool-result`` chunk with the character steps on its strings."""
+        if self.form is None and not self.strip_control_chars:
+            return chunk
+        payload = chunk.payload
+        update: dict[str, Any] = {}
+        for name in _CARRIED[chunk.type]:
+            value = payload.get(name)
+            new = map_strings(value, self._tool_string)
+            if new is not value:
+                update[name] = new
+        return Chunk(chunk.type, {**payload, **update}, chunk.transient) if update else chunk
