@@ -13,7 +13,7 @@ from procflow.processors._guards._judge import JudgeCache, JudgeFailure, OnError
 if TYPE_CHECKING:
     from procflow.models import LanguageModel
 
-__all__ = ["GuardBase", "check_choice", "check_threshold"]
+__all__ = ["JUDGED_ROLES", "GuardBase", "check_choice", "check_roles", "check_threshold"]
 
 logger = logging.getLogger("procflow.guards")
 
@@ -30,6 +30,26 @@ def check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise ConfigurationError(f"{name} must be one of {', '.join(map(repr, allowed))}, not {value!r}")
     return value
+
+
+JUDGED_ROLES: tuple[str, ...] = ("system", "user", "assistant")
+"""The message roles whose text an input guard can judge (``roles=``)."""
+
+
+def check_roles(roles: Sequence[str]) -> frozenset[str]:
+    """The roles of ``roles``, each one of :data:`JUDGED_ROLES`; else a ConfigurationError naming them."""
+    allowed = ", ".join(map(repr, JUDGED_ROLES))
+    if isinstance(roles, str):
+        raise ConfigurationError(
+            f"roles takes a sequence of roles, e.g. ({roles!r},), not the string {roles!r}"
+        )
+    unknown = [role for role in roles if role not in JUDGED_ROLES]
+    if unknown or not roles:
+        raise ConfigurationError(
+            f"roles must name one or more of {allowed}, not {list(roles)!r} "
+            "(tool traffic is judged in messages of any role)"
+        )
+    return frozenset(roles)
 
 
 class GuardBase:

@@ -12,14 +12,15 @@ from procflow._messages import Chunk, Message
 from procflow._messages.parts import ToolInvocationPart
 from procflow.processors._args import (
     ProcessInputArgs,
+    ProcessInputResult,
     ProcessInputStepArgs,
     ProcessInputStepResult,
     ProcessOutputStreamArgs,
     StreamResult,
 )
-from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
+from procflow.processors._guards._base import GuardBase, check_choice, check_roles, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import read_texts, tool_strings, user_facing
+from procflow.processors._guards._texts import changed, read_texts, tool_strings, user_facing
 from procflow.processors._guards._windows import Segmenter, StreamWindow
 from procflow.processors._tool_results import judge_tool_results, on_tool_results_only, withheld
 
@@ -89,6 +90,12 @@ class ModerationProcessor(GuardBase):
             withholds flagged stream windows.
         include_scores: Put every category's score in the tripwire metadata and reports.
         instructions: Extra guidance appended to the judge's prompt.
+        roles: The roles of the input messages whose text is judged (default ``("user",)``; any of
+            ``"system"``, ``"user"``, ``"assistant"``). ``"system"`` also judges the system messages
+            (the untagged ones, before the input messages); ``filter`` drops a flagged one. Add the
+            others where a client writes them, as behind the gateway; in an agent the system prompt
+            is the app's and assistant turns are the model's. Tool traffic is judged in messages of
+            any role.
         stream_window: Characters of streamed output judged at a time. With ``block`` and ``filter``
             the window's text is held until it has been judged; with ``warn`` it still waits for its
             verdict (a judge call per window), then passes.
@@ -111,6 +118,7 @@ class ModerationProcessor(GuardBase):
         strategy: ModerationStrategy = "block",
         include_scores: bool = False,
         instructions: str | None = None,
+        roles: Sequence[str] = ("user",),
         stream_window: int = 400,
         on_error: OnError = "allow",
         timeout: float = 30.0,
@@ -122,6 +130,7 @@ class ModerationProcessor(GuardBase):
         self.threshold = check_threshold(threshold)
         self.strategy = check_choice("strategy", strategy, ("block", "warn", "filter"))
         self.include_scores = include_scores
+        self.roles = check_roles(roles)
         self.stream_window = max(1, int(stream_window))
         prompt = MODERATION_PROMPT.format(
             categories=", ".join(self.categories), extra=f"\n{instructions}\n" if instructions else ""
@@ -165,12 +174,23 @@ class ModerationProcessor(GuardBase):
         await self.report(message, detail)
         return None if self.strategy == "filter" else flagged
 
-    async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message and every message's tool calls; block, report or drop the flagged ones."""
+    async def process_input(self, args: ProcessInputArgs) -> list[Message] | ProcessInputResult:
+        """Judge each message of ``roles`` (the system messages first when they include ``"system"``)
+        and every message's tool calls; block, report or drop the flagged ones."""
+        system = args.system_messages
+        if "system" in self.roles and system:
+            system = await self._kept(system, system, args)
+        kept = await self._kept(args.messages, user_facing(args.messages, self.roles), args)
+        if not changed(system, args.system_messages):
+            return kept
+        return ProcessInputResult(messages=kept, system_messages=list(system))
+
+    async def _kept(self, messages: list[Message], judged: list[Message], args: Any) -> list[Message]:
+        """``messages`` without the flagged ones (``filter``), the texts of those in ``judged`` judged too."""
         kept: list[Message] = []
-        judged = {id(m) for m in user_facing(args.messages)}
-        for message in args.messages:
-            texts = [*(read_texts(message) if id(message) in judged else []), *tool_strings(message)]
+        ids = {id(m) for m in judged}
+        for message in messages:
+            texts = [*(read_texts(message) if id(message) in ids else []), *tool_strings(message)]
             if texts and await self._verdict("\n".join(texts), args) is None:
                 continue
             kept.append(message)

@@ -11,10 +11,16 @@ from pydantic import BaseModel, Field
 
 from procflow._messages import Message
 from procflow._messages.parts import ToolInvocationPart
-from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, ProcessInputStepResult
-from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
+from procflow.processors._args import (
+    ProcessInputArgs,
+    ProcessInputResult,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+)
+from procflow.processors._guards._base import GuardBase, check_choice, check_roles, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
+    changed,
     replace_parts,
     rewrite_tool_strings,
     text_runs_of,
@@ -174,6 +180,12 @@ class PIIDetector(SentenceHolding, GuardBase):
             ``"remove"``, or ``"placeholder"`` (``[EMAIL]``).
         preserve_format: With ``mask``, keep separators (``***@*******.***``).
         include_detections: Put the detected values in reports (off: they are exactly the data removed).
+        roles: The roles of the input messages whose text is judged (default ``("user",)``; any of
+            ``"system"``, ``"user"``, ``"assistant"``). ``"system"`` also judges the system messages
+            (the untagged ones, before the input messages): redacted ones replace them, and ``filter``
+            drops them. Add the others where a client writes them, as behind the gateway; in an
+            agent the system prompt is the app's and assistant turns are the model's. Tool traffic is
+            judged in messages of any role.
         stream_window: The longest a held stream segment grows without a sentence end; it is then cut
             after its last whitespace, never inside a run of non-space characters.
         stream_hold_limit: The most characters held without any whitespace (a very long token); past
@@ -195,6 +207,7 @@ class PIIDetector(SentenceHolding, GuardBase):
         redaction_method: RedactionMethod = "mask",
         preserve_format: bool = True,
         include_detections: bool = False,
+        roles: Sequence[str] = ("user",),
         stream_window: int = 2000,
         stream_hold_limit: int = 65_536,
         on_error: OnError = "allow",
@@ -211,6 +224,7 @@ class PIIDetector(SentenceHolding, GuardBase):
         )
         self.preserve_format = preserve_format
         self.include_detections = include_detections
+        self.roles = check_roles(roles)
         self.stream_window = max(16, int(stream_window))
         self.stream_hold_limit = max(self.stream_window, int(stream_hold_limit))
         self.judge = Judge(
@@ -262,28 +276,40 @@ class PIIDetector(SentenceHolding, GuardBase):
         await self.report(message, self._detail(entities))
         return None if self.strategy == "filter" else []
 
-    async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message's texts and every message's tool calls; block, report, drop or redact.
+    async def process_input(self, args: ProcessInputArgs) -> list[Message] | ProcessInputResult:
+        """Judge the texts of each message of ``roles`` (the system messages first when they include
+        ``"system"``) and every message's tool calls; block, report, drop or redact.
 
         A message's text parts are judged as the model reads them, joined (an image between two parts
         separates them), so a value split over two parts is found; a redacted value is replaced in the
         part where it starts and removed from the later parts it runs on into.
         """
+        system = args.system_messages
+        if "system" in self.roles and system:
+            system = await self._messages(system, system, args)
+        out = await self._messages(args.messages, user_facing(args.messages, self.roles), args)
+        if not changed(system, args.system_messages):
+            return out
+        return ProcessInputResult(messages=out, system_messages=list(system))
+
+    async def _messages(self, messages: list[Message], judged: list[Message], args: Any) -> list[Message]:
+        """``messages`` after the strategy, the texts of those in ``judged`` judged too."""
         out: list[Message] = []
-        judged = {id(m) for m in user_facing(args.messages)}
-        for message in args.messages:
-            rewritten = await self._message(message, id(message) in judged, args)
+        ids = {id(m) for m in judged}
+        for message in messages:
+            rewritten = await self._message(message, id(message) in ids, args)
             if rewritten is not None:
                 out.append(rewritten)
         return out
 
-    async def _message(self, message: Message, user: bool, args: Any) -> Message | None:
-        """The message after the strategy (``None``: ``filter`` drops it); its texts are judged when it
-        is a user message, the strings of its tool calls in any case, each distinct text once."""
+    async def _message(self, message: Message, judged: bool, args: Any) -> Message | None:
+        """The message after the strategy (``None``: ``filter`` drops it); its texts are judged when
+        ``judged`` (its role is among ``roles``), the strings of its tool calls in any case, each
+        distinct text once."""
         results: dict[str, str] = {}
         texts: dict[int, str] = {}
-        fallback = message.content.content if user else None
-        for run in text_runs_of(message) if user else ():
+        fallback = message.content.content if judged else None
+        for run in text_runs_of(message) if judged else ():
             edits = await self._edits(run.text, args)
             if edits is None:
                 return None

@@ -10,10 +10,16 @@ from pydantic import BaseModel, Field
 
 from procflow._messages import Message
 from procflow._messages.parts import ToolInvocationPart
-from procflow.processors._args import ProcessInputArgs, ProcessInputStepArgs, ProcessInputStepResult
-from procflow.processors._guards._base import GuardBase, check_choice, check_threshold
+from procflow.processors._args import (
+    ProcessInputArgs,
+    ProcessInputResult,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+)
+from procflow.processors._guards._base import GuardBase, check_choice, check_roles, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
+    changed,
     read_texts,
     replace_text,
     tool_strings,
@@ -61,7 +67,8 @@ class InjectionVerdict(BaseModel):
 
 
 class PromptInjectionDetector(GuardBase):
-    """Judges user messages for prompt injection, jailbreaks and exfiltration attempts.
+    """Judges user messages (or those of ``roles``) for prompt injection, jailbreaks and exfiltration
+    attempts.
 
     The strings inside tool calls of the input (their arguments and results, in messages of any role:
     a replayed conversation's tool traffic reaches the model as well) are judged too, and so are the
@@ -78,6 +85,12 @@ class PromptInjectionDetector(GuardBase):
             the judge's neutralised version (the message is dropped when the judge gives none, and a
             flagged tool call is dropped rather than rewritten).
         instructions: Extra guidance appended to the judge's prompt.
+        roles: The roles of the input messages whose text is judged (default ``("user",)``; any of
+            ``"system"``, ``"user"``, ``"assistant"``). ``"system"`` also judges the system messages
+            (the untagged ones, before the input messages): ``filter`` drops a flagged one and
+            ``rewrite`` replaces its text. Add the others where a client writes them, as behind the
+            gateway; in an agent the system prompt is the app's and assistant turns are the model's.
+            Tool traffic is judged in messages of any role.
         on_error: When the judge fails (an error, a time-out, a refusal or garbage twice): ``"allow"``
             (default) passes the content (fail open), ``"block"`` stops the request with a tripwire.
         timeout: Seconds a judge call may take.
@@ -93,6 +106,7 @@ class PromptInjectionDetector(GuardBase):
         threshold: float = 0.7,
         strategy: InjectionStrategy = "block",
         instructions: str | None = None,
+        roles: Sequence[str] = ("user",),
         on_error: OnError = "allow",
         timeout: float = 30.0,
         cache: JudgeCache | None = None,
@@ -102,6 +116,7 @@ class PromptInjectionDetector(GuardBase):
         self.detection_types = tuple(detection_types) if detection_types else DEFAULT_INJECTION_TYPES
         self.threshold = check_threshold(threshold)
         self.strategy = check_choice("strategy", strategy, ("block", "warn", "filter", "rewrite"))
+        self.roles = check_roles(roles)
         rewriting = self.strategy == "rewrite"
         prompt = INJECTION_PROMPT.format(
             types=", ".join(self.detection_types),
@@ -147,9 +162,10 @@ class PromptInjectionDetector(GuardBase):
         await self.report(reason, detail)
         return verdict, self.strategy == "warn"
 
-    async def _check(self, message: Message, args: Any, *, user: bool) -> Message | None:
-        """The message after the strategy (``None``: drop it); tool calls' strings are judged too."""
-        texts = read_texts(message) if user else []
+    async def _check(self, message: Message, args: Any, *, judged: bool) -> Message | None:
+        """The message after the strategy (``None``: drop it); its texts are judged when ``judged`` (its
+        role is among ``roles``), its tool calls' strings in any case."""
+        texts = read_texts(message) if judged else []
         tools = tool_strings(message)
         if not texts and not tools:
             return message
@@ -161,12 +177,23 @@ class PromptInjectionDetector(GuardBase):
             return replace_text(message, verdict.rewritten_content)
         return None  # filter, or a rewrite the judge could not give (tool calls are not rewritten)
 
-    async def process_input(self, args: ProcessInputArgs) -> list[Message]:
-        """Judge each user message and every message's tool calls; block, report, drop or rewrite."""
-        judged = {id(m) for m in user_facing(args.messages)}
+    async def process_input(self, args: ProcessInputArgs) -> list[Message] | ProcessInputResult:
+        """Judge each message of ``roles`` (the system messages first when they include ``"system"``)
+        and every message's tool calls; block, report, drop or rewrite."""
+        system = args.system_messages
+        if "system" in self.roles and system:
+            system = await self._checked(system, system, args)
+        out = await self._checked(args.messages, user_facing(args.messages, self.roles), args)
+        if not changed(system, args.system_messages):
+            return out
+        return ProcessInputResult(messages=out, system_messages=list(system))
+
+    async def _checked(self, messages: list[Message], judged: list[Message], args: Any) -> list[Message]:
+        """``messages`` after the strategy, the texts of those in ``judged`` judged too."""
+        ids = {id(m) for m in judged}
         out: list[Message] = []
-        for message in args.messages:
-            checked = await self._check(message, args, user=id(message) in judged)
+        for message in messages:
+            checked = await self._check(message, args, judged=id(message) in ids)
             if checked is not None:
                 out.append(checked)
         return out

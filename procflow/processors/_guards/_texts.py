@@ -8,7 +8,7 @@ checked as well, at any depth, in messages of any role.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from procflow._messages import Message
@@ -18,6 +18,7 @@ from procflow.processors._tool_results import RESULT_FIELDS, part_strings, rewri
 
 __all__ = [
     "TOOL_FIELDS",
+    "changed",
     "read_texts",
     "replace_parts",
     "replace_text",
@@ -73,9 +74,16 @@ def replace_parts(message: Message, texts: dict[int, str], fallback: str | None)
     return message.model_copy(update={"content": content.model_copy(update=update)})
 
 
-def user_facing(messages: list[Message]) -> list[Message]:
-    """The messages a guard judges on input: user turns (system prompts and tool traffic are the app's)."""
-    return [message for message in messages if message.role == "user"]
+def user_facing(messages: list[Message], roles: Collection[str] = ("user",)) -> list[Message]:
+    """The messages whose text a guard judges on input: those of ``roles``, by default user turns (in
+    an agent the system prompt is the app's and assistant turns the model's; a gateway client writes
+    them all)."""
+    return [message for message in messages if message.role in roles]
+
+
+def changed(new: list[Message], old: list[Message]) -> bool:
+    """Whether ``new`` is not ``old`` message for message (one was dropped or replaced)."""
+    return len(new) != len(old) or any(a is not b for a, b in zip(new, old, strict=True))
 
 
 def replace_text(message: Message, text: str) -> Message:
