@@ -96,7 +96,7 @@ class DirectPass:
         self, messages: list[Item], sources: Sequence[str], *, inputs: bool, outputs: bool
     ) -> DirectResult | None:
         """Pass ``messages`` (``sources[i]``: ``system``, ``input`` or ``response``) through the input
-        hooks (when ``inputs``: system messages only through filters with ``system_messages``), then the
+        hooks (when ``inputs``: system messages only through processors with ``system_messages``), then the
         output hooks (when ``outputs``). Text turns stay text turns while no processor changes them; a
         changed one becomes the message a processor would return.
 
@@ -133,8 +133,9 @@ def _input_step(
     """One input processor over the system and the input messages: both, as they come out of it."""
     if processor.phase == "output":
         return system, messages
-    if type(processor) is UnicodeNormalizer:
-        return system, _normalized_all(processor, messages)
+    if type(processor) is UnicodeNormalizer:  # system messages first, as its process_input does
+        normalized = _normalized_all(processor, system) if processor.system_messages else system
+        return normalized, _normalized_all(processor, messages)
     if not processor.system_messages or not system:
         return system, _filter(processor, messages, "process_input", processor._find, None, reports)
     # One pass over both, system messages first, as RegexFilterProcessor.process_input does.

@@ -45,7 +45,7 @@ def default_pipeline() -> list[Any]:
     """Build the bundled guard: a fresh list of processors."""
     presets: list[Any] = list(REDACT_PRESETS)
     return [
-        UnicodeNormalizer(phase="all"),
+        UnicodeNormalizer(phase="all", system_messages=True),
         RegexFilterProcessor(
             presets=presets, strategy="redact", system_messages=True, id="redact-pii-secrets"
         ),

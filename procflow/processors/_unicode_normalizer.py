@@ -12,6 +12,7 @@ from procflow._messages.parts import Part, TextPart, ToolInvocationPart
 from procflow.errors import ConfigurationError
 from procflow.processors._args import (
     ProcessInputArgs,
+    ProcessInputResult,
     ProcessInputStepArgs,
     ProcessInputStepResult,
     ProcessOutputResultArgs,
@@ -85,6 +86,11 @@ class UnicodeNormalizer(ProcessorBase):
     variation selectors beyond the one after an emoji. With ``False`` format characters go everywhere,
     so joined emoji fall apart into their pieces.
 
+    With ``system_messages=True`` the untagged system messages are normalized on input too, before the
+    input messages, as :class:`RegexFilterProcessor`'s option of that name checks them: where system
+    text is data (a stored conversation's system and developer turns in ``procflow run``), a filter
+    after this one reads it plain, so a full-width secret there is redacted like its ASCII form.
+
     Messages whose text does not change are passed on as the very same objects.
 
     Args:
@@ -94,6 +100,10 @@ class UnicodeNormalizer(ProcessorBase):
         collapse_whitespace: Collapse whitespace runs (default ``True``).
         trim: Strip leading and trailing whitespace (default ``True``).
         phase: ``"input"`` (default), ``"output"`` or ``"all"``: the text it normalizes.
+        system_messages: Also normalize the system messages in ``process_input`` (the untagged ones);
+            normalized ones replace them. Off by default: in an agent they are the app's instructions.
+            Set it where a filter after it has ``system_messages=True`` (the bundled guard does).
+            No effect with ``phase="output"``.
         id: The processor id (default ``"unicode-normalizer"``).
 
     Raises:
@@ -111,6 +121,7 @@ class UnicodeNormalizer(ProcessorBase):
         collapse_whitespace: bool = True,
         trim: bool = True,
         phase: NormalizerPhase = "input",
+        system_messages: bool = False,
         id: str = "unicode-normalizer",
     ) -> None:
         if form not in (None, "NFC", "NFKC", "NFD", "NFKD"):
@@ -129,6 +140,7 @@ class UnicodeNormalizer(ProcessorBase):
         self.collapse_whitespace = collapse_whitespace
         self.trim = trim
         self.phase: NormalizerPhase = phase
+        self.system_messages = bool(system_messages)
         self.process_data_parts = phase != "input"  # a stored data chunk ends a text part (see streams)
 
     def __repr__(self) -> str:
@@ -224,15 +236,22 @@ class UnicodeNormalizer(ProcessorBase):
     # pipeline never calls it there, and an agent refuses it in a list it would do nothing in.
 
     @property
-    def process_input(self) -> Callable[[ProcessInputArgs], list[Message] | None] | None:
-        """Normalize the input messages' text and tool traffic; ``None`` when nothing changes.
+    def process_input(self) -> Callable[[ProcessInputArgs], list[Message] | ProcessInputResult | None] | None:
+        """Normalize the input messages' text and tool traffic, and with ``system_messages`` the system
+        messages' first; ``None`` when nothing changes.
 
         ``None`` (no hook) when ``phase="output"``.
         """
         return None if self.phase == "output" else self._process_input
 
-    def _process_input(self, args: ProcessInputArgs) -> list[Message] | None:
-        return self._messages(args.messages)
+    def _process_input(self, args: ProcessInputArgs) -> list[Message] | ProcessInputResult | None:
+        if not self.system_messages or not args.system_messages:
+            return self._messages(args.messages)
+        system = self._messages(args.system_messages)
+        messages = self._messages(args.messages)
+        if system is None:
+            return messages
+        return ProcessInputResult(messages=messages, system_messages=list(system))
 
     @property
     def process_input_step(
