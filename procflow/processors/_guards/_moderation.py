@@ -20,7 +20,7 @@ from procflow.processors._args import (
 )
 from procflow.processors._guards._base import GuardBase, check_choice, check_roles, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
-from procflow.processors._guards._texts import changed, read_texts, tool_strings, user_facing
+from procflow.processors._guards._texts import judge_input, read_texts, tool_strings
 from procflow.processors._guards._windows import Segmenter, StreamWindow
 from procflow.processors._tool_results import judge_tool_results, on_tool_results_only, withheld
 
@@ -177,13 +177,9 @@ class ModerationProcessor(GuardBase):
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | ProcessInputResult:
         """Judge each message of ``roles`` (the system messages first when they include ``"system"``)
         and every message's tool calls; block, report or drop the flagged ones."""
-        system = args.system_messages
-        if "system" in self.roles and system:
-            system = await self._kept(system, system, args)
-        kept = await self._kept(args.messages, user_facing(args.messages, self.roles), args)
-        if not changed(system, args.system_messages):
-            return kept
-        return ProcessInputResult(messages=kept, system_messages=list(system))
+        return await judge_input(
+            args, self.roles, lambda messages, judged: self._kept(messages, judged, args)
+        )
 
     async def _kept(self, messages: list[Message], judged: list[Message], args: Any) -> list[Message]:
         """``messages`` without the flagged ones (``filter``), the texts of those in ``judged`` judged too."""

@@ -20,12 +20,11 @@ from procflow.processors._args import (
 from procflow.processors._guards._base import GuardBase, check_choice, check_roles, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
-    changed,
+    judge_input,
     replace_parts,
     rewrite_tool_strings,
     text_runs_of,
     tool_strings,
-    user_facing,
 )
 from procflow.processors._guards._windows import SentenceHolding
 from procflow.processors._text_runs import Edit, apply_edits
@@ -284,13 +283,9 @@ class PIIDetector(SentenceHolding, GuardBase):
         separates them), so a value split over two parts is found; a redacted value is replaced in the
         part where it starts and removed from the later parts it runs on into.
         """
-        system = args.system_messages
-        if "system" in self.roles and system:
-            system = await self._messages(system, system, args)
-        out = await self._messages(args.messages, user_facing(args.messages, self.roles), args)
-        if not changed(system, args.system_messages):
-            return out
-        return ProcessInputResult(messages=out, system_messages=list(system))
+        return await judge_input(
+            args, self.roles, lambda messages, judged: self._messages(messages, judged, args)
+        )
 
     async def _messages(self, messages: list[Message], judged: list[Message], args: Any) -> list[Message]:
         """``messages`` after the strategy, the texts of those in ``judged`` judged too."""

@@ -19,11 +19,10 @@ from procflow.processors._args import (
 from procflow.processors._guards._base import GuardBase, check_choice, check_roles, check_threshold
 from procflow.processors._guards._judge import Judge, JudgeCache, OnError
 from procflow.processors._guards._texts import (
-    changed,
+    judge_input,
     read_texts,
     replace_text,
     tool_strings,
-    user_facing,
 )
 from procflow.processors._tool_results import judge_tool_results, on_tool_results_only, withheld
 
@@ -180,13 +179,9 @@ class PromptInjectionDetector(GuardBase):
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | ProcessInputResult:
         """Judge each message of ``roles`` (the system messages first when they include ``"system"``)
         and every message's tool calls; block, report, drop or rewrite."""
-        system = args.system_messages
-        if "system" in self.roles and system:
-            system = await self._checked(system, system, args)
-        out = await self._checked(args.messages, user_facing(args.messages, self.roles), args)
-        if not changed(system, args.system_messages):
-            return out
-        return ProcessInputResult(messages=out, system_messages=list(system))
+        return await judge_input(
+            args, self.roles, lambda messages, judged: self._checked(messages, judged, args)
+        )
 
     async def _checked(self, messages: list[Message], judged: list[Message], args: Any) -> list[Message]:
         """``messages`` after the strategy, the texts of those in ``judged`` judged too."""

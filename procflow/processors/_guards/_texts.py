@@ -8,17 +8,18 @@ checked as well, at any depth, in messages of any role.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from procflow._messages import Message
 from procflow._messages.parts import TextPart, ToolInvocationPart
+from procflow.processors._args import ProcessInputArgs, ProcessInputResult
 from procflow.processors._text_runs import TextRun, text_runs
 from procflow.processors._tool_results import RESULT_FIELDS, part_strings, rewrite_part
 
 __all__ = [
     "TOOL_FIELDS",
-    "changed",
+    "judge_input",
     "read_texts",
     "replace_parts",
     "replace_text",
@@ -81,9 +82,29 @@ def user_facing(messages: list[Message], roles: Collection[str] = ("user",)) -> 
     return [message for message in messages if message.role in roles]
 
 
-def changed(new: list[Message], old: list[Message]) -> bool:
-    """Whether ``new`` is not ``old`` message for message (one was dropped or replaced)."""
-    return len(new) != len(old) or any(a is not b for a, b in zip(new, old, strict=True))
+JudgeMessages = Callable[[list[Message], list[Message]], Awaitable[list[Message]]]
+"""A guard's pass over some messages: ``(messages, judged)`` → the messages after its strategy, the
+texts of those in ``judged`` judged too (tool traffic in all of them)."""
+
+
+async def judge_input(
+    args: ProcessInputArgs, roles: Collection[str], judge: JudgeMessages
+) -> list[Message] | ProcessInputResult:
+    """A guard's ``process_input``: ``judge`` over the system messages first when ``roles`` holds
+    ``"system"``, then over the input messages (those of ``roles`` judged).
+
+    Returns the input messages, or with the system messages too when any of those was dropped or
+    replaced.
+    """
+    system = args.system_messages
+    if "system" in roles and system:
+        system = await judge(system, system)
+    messages = await judge(args.messages, user_facing(args.messages, roles))
+    if len(system) == len(args.system_messages) and all(
+        new is old for new, old in zip(system, args.system_messages, strict=True)
+    ):
+        return messages
+    return ProcessInputResult(messages=messages, system_messages=list(system))
 
 
 def replace_text(message: Message, text: str) -> Message:
