@@ -8,7 +8,7 @@ only the model call itself is a generator, and it never decides.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -330,16 +330,8 @@ class ModelStep:
         results = await execute_tool_calls(
             runnable, tools, request_context=run.ctx.request_context, writer=run.ctx.writer
         )
-        step.tool_results = results
-        message = run.ml.get(message_id)
-        if message is not None:
-            record_results(message, results)
-            step.messages = [message]
-        out = await run.drain()
-        for result in results:
-            out.extend(await run.through(tool_result_chunk(result)))
-        self._attach(message_id, out)
-        return out
+        out = await run.drain()  # the data chunks the tools wrote come first
+        return await self._deliver(step, message_id, results, map(tool_result_chunk, results), out)
 
     async def _replay_tools(self, step: StepResult, message_id: str) -> list[Chunk]:
         """A cached step: its tool results come from the cache; no tool runs again.
@@ -347,16 +339,27 @@ class ModelStep:
         The step keeps the results as stored (what the next model call reads, and what its cache key
         is derived from); the consumer gets them through the stream processors, like executed ones.
         """
-        run = self.run
         chunks, self._replayed = self._replayed, []
         if not chunks:
             return []
-        step.tool_results = [_replayed_result(chunk) for chunk in chunks]
+        return await self._deliver(step, message_id, [_replayed_result(c) for c in chunks], chunks, [])
+
+    async def _deliver(
+        self,
+        step: StepResult,
+        message_id: str,
+        results: list[ToolResult],
+        chunks: Iterable[Chunk],
+        out: list[Chunk],
+    ) -> list[Chunk]:
+        """Record the step's tool results (on the step and its message), then pass their ``chunks``
+        through the stream processors after ``out``; the chunks released are attached to the message."""
+        run = self.run
+        step.tool_results = results
         message = run.ml.get(message_id)
         if message is not None:
-            record_results(message, step.tool_results)
+            record_results(message, results)
             step.messages = [message]
-        out: list[Chunk] = []
         for chunk in chunks:
             out.extend(await run.through(chunk))
         self._attach(message_id, out)
