@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from procflow._messages.chunk import Chunk
+from procflow._messages.chunk import TEXT_MARKER_TYPES, Chunk
 from procflow._messages.message import Message, MessageContent
 from procflow._messages.parts import (
     DataPart,
@@ -18,9 +18,6 @@ from procflow._messages.parts import (
 from procflow._messages.results import FinishReason, StepResult, ToolCall, Usage
 
 __all__ = ["StepCollector", "usage_of"]
-
-_MARKERS_INSIDE_TEXT = frozenset({"reasoning-start", "reasoning-end", "response-metadata"})
-"""Chunks that leave no part and do not end a text: stream processors pass them ahead of held text."""
 
 
 def usage_of(value: Any) -> Usage:
@@ -108,7 +105,7 @@ class StepCollector:
                     DataPart(type=kind, data=chunk.payload.get("data"), id=chunk.payload.get("id"))
                 )
             return
-        if kind in _MARKERS_INSIDE_TEXT and self._kind == "text-delta":
+        if kind in TEXT_MARKER_TYPES and self._kind == "text-delta":
             return  # stores nothing and, having passed ahead of held text, does not end that text
         self._close()
         if kind == "tool-call":

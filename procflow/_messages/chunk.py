@@ -11,7 +11,7 @@ from typing import Any
 
 from procflow.errors import ChunkTypeError
 
-__all__ = ["CHUNK_TYPES", "INSIDE_TEXT_TYPES", "Chunk", "is_data_type"]
+__all__ = ["CHUNK_TYPES", "INSIDE_TEXT_TYPES", "TEXT_MARKER_TYPES", "Chunk", "is_data_type"]
 
 CHUNK_TYPES = frozenset(
     {
@@ -43,6 +43,9 @@ INSIDE_TEXT_TYPES = frozenset(
 )
 """Chunks that interrupt a text without ending it (``data-*`` chunks too): a stream processor holding
 text back lets them pass ahead of it, so the text around them stays one text for it."""
+
+TEXT_MARKER_TYPES = frozenset({"reasoning-start", "reasoning-end", "response-metadata"})
+"""Those of them that leave no part in the message: a text they arrive inside stays one text part."""
 
 
 def is_data_type(kind: str) -> bool:

@@ -41,7 +41,7 @@ import unicodedata
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
-from procflow._messages.chunk import Chunk
+from procflow._messages.chunk import TEXT_MARKER_TYPES, Chunk
 from procflow.processors._unicode_text import GRAPHEME, INVISIBLE, collapse, strip_invisible
 
 if TYPE_CHECKING:
@@ -53,9 +53,6 @@ ASCII_COMPOSABLE = frozenset("<=>ABCDEFGHIJKLMNOPRSTUVWXYZabcdefghijklmnoprstuvw
 """The ASCII characters a character after them can compose with (``Q`` and ``q`` compose with none): the
 ASCII part of :func:`composable`, known without building it. Stable: a character encoded later that
 decomposes to existing ones is excluded from composition (Unicode's normalization stability policy)."""
-
-_PASS_AHEAD = frozenset({"reasoning-start", "reasoning-end", "response-metadata"})
-"""Chunks that interrupt a text without ending its part: they pass ahead of the held characters."""
 
 _COMPOSED = frozenset({"NFC", "NFKC"})
 """The forms that compose: a starter may change with what follows it."""
@@ -312,7 +309,7 @@ class NormalizedStream:
             return [*before, out] if out is not None else before
         if kind.startswith("data-") and chunk.transient:
             return chunk  # not stored: splits no part
-        released = [] if kind in _PASS_AHEAD else self._ended(self.text, whole=False)
+        released = [] if kind in TEXT_MARKER_TYPES else self._ended(self.text, whole=False)
         if self.reasoning.active:
             released += self._ended(self.reasoning, whole=True)
         if kind == "tool-call" or kind == "tool-result":
